@@ -1,0 +1,2 @@
+// Filled in by the package's own work; see README.md.
+export {};

@@ -1,0 +1,13 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig({
+  entry: ['src/index.ts'],
+  format: ['esm'],
+  target: 'node20',
+  platform: 'node',
+  dts: true,
+  tsconfig: 'tsconfig.build.json',
+  sourcemap: true,
+  clean: true,
+  splitting: false,
+});

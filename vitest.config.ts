@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config';
+
+// Tests resolve sibling packages to their TypeScript sources through the `@mocra/source`
+// export condition, so `pnpm test` never runs against a stale dist.
+const conditions = ['@mocra/source', 'node', 'import', 'module', 'default'];
+
+const packages = ['mocra', 'core', 'dag', 'cluster', 'proxy', 'store', 'testkit', 'tests'];
+
+export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions, externalConditions: ['@mocra/source'] } },
+  test: {
+    projects: packages.map((name) => ({
+      extends: true,
+      test: {
+        name,
+        root: `packages/${name}`,
+        include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+        environment: 'node',
+      },
+    })),
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    // Two cores on CI: keep parallel files modest so timing-sensitive network tests stay calm.
+    maxWorkers: 2,
+  },
+});
