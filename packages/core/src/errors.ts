@@ -66,12 +66,9 @@ export class MocraError extends Error {
 
 /** True for any mocra error, also across duplicated package copies (checks the shape, not the prototype). */
 export function isMocraError(err: unknown): err is MocraError {
-  return (
-    err instanceof MocraError ||
-    (err instanceof Error &&
-      typeof (err as { code?: unknown }).code === 'string' &&
-      String((err as { code: string }).code).startsWith('MOCRA_ERR_'))
-  );
+  if (err instanceof MocraError) return true;
+  const code = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('MOCRA_ERR_');
 }
 
 export class InternalError extends MocraError {
