@@ -1,31 +1,8 @@
 // Public entry of @mocra/core. Each folder names what it exports; this file lists them
 // explicitly (no `export *`) so the public surface is reviewed, not accidental.
 
-export type {
-  Coordination,
-  CoordinationKind,
-  LockLease,
-  Member,
-} from './coordination/types.js';
-export type { CoreErrorCode, MocraErrorOptions } from './errors.js';
-export {
-  CORE_ERROR_CODES,
-  CriticalError,
-  FencingTokenRejectedError,
-  InternalError,
-  InvalidArgumentError,
-  isMocraError,
-  LeaseExpiredError,
-  LockLostError,
-  MissingDependencyError,
-  MocraError,
-  NonRetryableError,
-  PayloadTooLargeError,
-  QueueClosedError,
-  QueueDecodeError,
-  RetryLaterError,
-  SessionExpiredError,
-} from './errors.js';
+export type { Coordination, CoordinationKind, LockLease, Member } from './coordination/index.js';
+export { importOptional } from './optional-dependency.js';
 export type {
   ConsumeOptions,
   DeadLetter,
@@ -33,10 +10,11 @@ export type {
   DeadLetterQueue,
   Delivery,
   LeaseQueue,
+  MemoryQueueBackendOptions,
   PublishMessage,
   QueueBackend,
   QueueBackendKind,
   QueueStats,
   TopicOptions,
-} from './queue/types.js';
-export { DEFAULT_TOPIC_OPTIONS } from './queue/types.js';
+} from './queue/index.js';
+export { createMemoryQueueBackend, DEFAULT_TOPIC_OPTIONS, MemoryQueueBackend } from './queue/index.js';

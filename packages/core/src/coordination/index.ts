@@ -1,0 +1,1 @@
+export type { Coordination, CoordinationKind, LockLease, Member } from './types.js';
