@@ -8,7 +8,10 @@ const packages = ['mocra', 'core', 'dag', 'cluster', 'proxy', 'store', 'testkit'
 
 export default defineConfig({
   resolve: { conditions },
-  ssr: { resolve: { conditions, externalConditions: ['@mocra/source'] } },
+  // Vitest hands ssr.resolve.conditions to the Node workers as --conditions, where they apply to
+  // require() too: with 'import' in the list, CommonJS `pg` would require() pg-pool's ESM build and
+  // crash. Vite adds 'import'/'require' per import kind by itself, so only ours goes here.
+  ssr: { resolve: { conditions: ['@mocra/source', 'node'], externalConditions: ['@mocra/source'] } },
   test: {
     projects: packages.map((name) => ({
       extends: true,
