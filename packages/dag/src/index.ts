@@ -1,2 +1,155 @@
-// Filled in by the package's own work; see README.md.
-export {};
+// @mocra/dag — a standalone, distributed-ready DAG executor. See README.md.
+
+export type {
+  CheckpointEntry,
+  FencedCommit,
+  FencingStore,
+  IdempotencyBegin,
+  IdempotencyStore,
+  MemoryFencingStore,
+  MemoryIdempotencyStore,
+  MemoryIdempotencyStoreOptions,
+  MemoryRunGuard,
+  MemoryRunGuardOptions,
+  MemoryRunStateStore,
+  RunCheckpoint,
+  RunGuard,
+  RunGuardLease,
+  RunStateStore,
+} from './coordination/index.js';
+export {
+  createMemoryFencingStore,
+  createMemoryIdempotencyStore,
+  createMemoryRunGuard,
+  createMemoryRunStateStore,
+} from './coordination/index.js';
+export type { NodeDispatcher, NodePlacement, NodeTask, RunNodeTaskOptions } from './dispatch/index.js';
+export {
+  decodeNodeTask,
+  encodeNodeTask,
+  LOCAL_PLACEMENT,
+  NODE_TASK_VERSION,
+  runNodeTask,
+} from './dispatch/index.js';
+export type {
+  DagErrorCode,
+  DagErrorOptions,
+  InvalidEnvelopeReason,
+  NodeFailure,
+  RetryableNodeErrorOptions,
+  RunStateOperation,
+  SerializedError,
+} from './errors.js';
+export {
+  CycleError,
+  DAG_ERROR_CODES,
+  DagError,
+  DuplicateNodeError,
+  EmptyGraphError,
+  ExecutionIncompleteError,
+  FencingTokenRejectedError,
+  IdempotencyStoreError,
+  InvalidEnvelopeError,
+  InvalidNodeError,
+  InvalidNodeOutputError,
+  InvalidOptionsError,
+  InvalidPayloadError,
+  isDagError,
+  MissingFencingTokenError,
+  NodeFailedError,
+  NodeTimeoutError,
+  PermanentNodeError,
+  RemoteDispatchNotConfiguredError,
+  ReservedNodeIdError,
+  RetryableNodeError,
+  RetryExhaustedError,
+  RunAbortedError,
+  RunGuardAcquireError,
+  RunGuardLostError,
+  RunInProgressError,
+  RunStateError,
+  RunTimeoutError,
+  retryableOf,
+  serializeError,
+  UnknownNodeError,
+  UnknownPredecessorError,
+  UnsupportedEnvelopeVersionError,
+} from './errors.js';
+export type {
+  DagEvent,
+  DagEventType,
+  DagNodeEvent,
+  DagRunEvent,
+  EventSink,
+  MemoryEventSink,
+  NodeCancelledEvent,
+  NodeFailedEvent,
+  NodeReadyEvent,
+  NodeRestoredEvent,
+  NodeRetryScheduledEvent,
+  NodeRunningEvent,
+  NodeSingleflightWaitEvent,
+  NodeState,
+  NodeSucceededEvent,
+  OutputSource,
+  RunFailedEvent,
+  RunGuardAcquiredEvent,
+  RunGuardLostEvent,
+  RunGuardReleasedEvent,
+  RunGuardRenewedEvent,
+  RunStartedEvent,
+  RunSucceededEvent,
+} from './events/index.js';
+export { createMemoryEventSink, DAG_CHANNELS } from './events/index.js';
+export type {
+  ChainOptions,
+  DagNode,
+  DagNodeSpec,
+  GraphAnalysis,
+  GraphNodeShape,
+  NodeContext,
+  NodeOptions,
+  NodeRun,
+} from './graph/index.js';
+export {
+  analyzeGraph,
+  createDag,
+  createDagBuilder,
+  Dag,
+  DagBuilder,
+  RESERVED_NODE_IDS,
+} from './graph/index.js';
+export type { Payload, PayloadOptions } from './payload/index.js';
+export {
+  createPayload,
+  decodePayload,
+  decodePayloadMap,
+  EMPTY_PAYLOAD,
+  encodePayload,
+  encodePayloadMap,
+  isJsonContentType,
+  isPayload,
+  JSON_CONTENT_TYPE,
+  jsonPayload,
+  OCTET_STREAM,
+  PAYLOAD_ENVELOPE_VERSION,
+  PAYLOAD_MAP_VERSION,
+  readJson,
+  readText,
+  TEXT_CONTENT_TYPE,
+  textPayload,
+} from './payload/index.js';
+export type { Backoff, BreakerState, CircuitBreakerPolicy, NodePolicy, RetryPolicy } from './policy/index.js';
+export type {
+  DagReport,
+  DagRunOptions,
+  DagSchedulerOptions,
+  FencingOptions,
+  IdempotencyOptions,
+  NodeResult,
+  RunGuardOptions,
+  RunStateOptions,
+} from './scheduler/index.js';
+export { DagScheduler, runDag } from './scheduler/index.js';
+export type { Clock, ClockTimer, ManualClock, RandomSource } from './time/index.js';
+export { createManualClock, systemClock } from './time/index.js';
