@@ -1,1 +1,12 @@
+export type { CreateCoordinationOptions } from './create-coordination.js';
+export { COORDINATION_URL_SCHEMES, createCoordination } from './create-coordination.js';
+export { FencingGuard } from './fencing.js';
+export type { LeaderElectionOptions, LeadershipState } from './leader.js';
+export { createLeaderElection, LeaderElection, leaderChannel } from './leader.js';
+export type { LocalCoordinationOptions } from './local-coordination.js';
+export { createLocalCoordination, LocalCoordination, LocalCoordinationStore } from './local-coordination.js';
+export type { PartitionOwnershipOptions } from './partitions.js';
+export { createPartitionOwnership, PartitionOwnership, rendezvousOwner } from './partitions.js';
+export type { RedisCoordination, RedisCoordinationOptions } from './redis-coordination.js';
+export { createRedisCoordination } from './redis-coordination.js';
 export type { Coordination, CoordinationKind, LockLease, Member } from './types.js';

@@ -1,7 +1,7 @@
 /**
  * The coordination contract (DESIGN.md §3.4). One interface, three implementations: local
  * (one process), Redis, and Raft (`@mocra/cluster`). All of them pass the one conformance
- * suite in `coordination/conformance.ts`.
+ * suite in `packages/core/test/coordination-conformance.ts`.
  *
  * Leader election, partition ownership and cron/seed gating are built once, on top of these
  * primitives, in `coordination/leader.ts` and `coordination/partitions.ts`, so every backend

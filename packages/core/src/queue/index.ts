@@ -1,7 +1,26 @@
+export type { DeadLetterEvent } from './channels.js';
+export { deadLetterChannel, poisonChannel } from './channels.js';
+export type { QueueCodec, QueueCodecFormat, QueueCodecOptions } from './codec.js';
+export { createQueueCodec } from './codec.js';
+export type { CreateQueueBackendOptions } from './create-queue-backend.js';
+export { createQueueBackend, QUEUE_URL_SCHEMES } from './create-queue-backend.js';
 export { Fifo } from './fifo.js';
+export { hash32, partitionOf } from './hash.js';
 export { MinHeap } from './heap.js';
+export type {
+  KafkaAdminLike,
+  KafkaConsumerLike,
+  KafkaLike,
+  KafkaProducerLike,
+} from './kafka-client.js';
+export type { KafkaQueueBackend, KafkaQueueBackendOptions, KafkaTopicNames } from './kafka-queue.js';
+export { createKafkaQueueBackend } from './kafka-queue.js';
 export type { MemoryQueueBackendOptions } from './memory-queue.js';
 export { createMemoryQueueBackend, MemoryQueueBackend } from './memory-queue.js';
+export type { NatsQueueBackend, NatsQueueBackendOptions, NatsTopicNames } from './nats-queue.js';
+export { createNatsQueueBackend } from './nats-queue.js';
+export type { RedisQueueBackend, RedisQueueBackendOptions, RedisTopicKeys } from './redis-queue.js';
+export { createRedisQueueBackend } from './redis-queue.js';
 export type {
   ConsumeOptions,
   DeadLetter,

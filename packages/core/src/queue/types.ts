@@ -2,7 +2,8 @@
  * The queue contract (DESIGN.md §3.3). Every stage boundary of the pipeline is one topic of a
  * {@link QueueBackend}; every backend (memory, memory+LevelDB, Redis Streams, NATS JetStream,
  * Kafka) implements these interfaces and passes the one conformance suite in
- * `queue/conformance.ts`.
+ * `packages/core/test/queue-conformance.ts` (what each backend promises and what it does not:
+ * docs/queues.md).
  *
  * Lifecycle of one message:
  *
@@ -52,7 +53,10 @@ export interface Delivery<T> {
   readonly headers: Readonly<Record<string, string>>;
   /** Epoch ms at which the lease ends unless extended. */
   readonly leaseDeadline: number;
-  /** Done: the message is removed for good. */
+  /**
+   * Done: the message is removed for good. (Kafka commits offsets, not messages: an ack is
+   * durable once every earlier message of its partition is settled too.)
+   */
   ack(): Promise<void>;
   /**
    * Not done: deliver again after `delayMs`, or dead-letter it once `attempt` has reached the
@@ -70,7 +74,12 @@ export interface ConsumeOptions {
   max: number;
   /** Wait up to this long for the first message when none is ready. 0 returns at once. @default 1000 */
   waitMs?: number;
-  /** Lease length for these deliveries. @default the topic's leaseMs */
+  /**
+   * Lease length for these deliveries. Brokers that lease per consumer (NATS AckWait, the Redis
+   * idle time) grant at least this: a shorter value gets the topic's leaseMs, a longer one is kept
+   * alive with heartbeats while the process lives.
+   * @default the topic's leaseMs
+   */
   leaseMs?: number;
   /** Aborting returns what has been leased so far (possibly nothing). */
   signal?: AbortSignal;
