@@ -20,9 +20,89 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_PAYLOAD_TOO_LARGE: 'A queue message is larger than the backend accepts.',
   MOCRA_ERR_QUEUE_DECODE:
     'A queue message could not be decoded (poison message); it goes to the dead-letter queue.',
+  MOCRA_ERR_QUEUE_ENCODE: 'A queue payload cannot be encoded with the configured codec (json or msgpack).',
   MOCRA_ERR_LEASE_EXPIRED: 'A queue delivery was acked, nacked or extended after its lease ended.',
   MOCRA_ERR_LOCK_LOST: 'A fenced lock expired or was taken over before it was renewed or released.',
   MOCRA_ERR_FENCING_REJECTED: 'A write carried a fencing token lower than one the resource has already seen.',
+  MOCRA_ERR_BACKEND_URL:
+    'A queue or coordination URL is malformed or names an unknown scheme (memory, redis, nats, kafka, local).',
+  MOCRA_ERR_BACKEND_UNAVAILABLE:
+    'A queue or coordination server (Redis, NATS, Kafka) could not be reached or failed a command.',
+  MOCRA_ERR_COORDINATION_CLOSED: 'A coordination backend was used after close().',
+  MOCRA_ERR_ENGINE_STATE: 'An engine method was called in a state that does not allow it (e.g. run() twice).',
+  MOCRA_ERR_UNKNOWN_MODULE: 'A task or follow-up names a module or node that is not registered.',
+  MOCRA_ERR_INVALID_URL: 'A request URL is not an absolute http(s) URL (seed, follow-up or redirect target).',
+  MOCRA_ERR_TIMEOUT: 'A download timed out; `phase` says where (connect, headers or body).',
+  MOCRA_ERR_CONNECTION:
+    'The connection failed (refused, reset, DNS) or was closed before the response headers arrived.',
+  MOCRA_ERR_MALFORMED_RESPONSE:
+    'The response broke HTTP framing: invalid chunked encoding, or the body ended before its Content-Length or last chunk.',
+  MOCRA_ERR_BODY_TOO_LARGE:
+    'A response body (after decompression) exceeded the size cap; the download was stopped.',
+  MOCRA_ERR_TOO_MANY_REDIRECTS: 'A redirect chain was longer than the redirect limit.',
+  MOCRA_ERR_REDIRECT_LOOP: 'A redirect pointed back to a URL already in its chain.',
+  MOCRA_ERR_CONTENT_DECODING:
+    'A body claimed a Content-Encoding (gzip, deflate, br) that it does not decode with, or one mocra does not support.',
+  MOCRA_ERR_TEXT_DECODING: 'Strict text decoding met bytes that are invalid in the detected charset.',
+  MOCRA_ERR_HTTP_STATUS:
+    'A response had a retryable status (429, 5xx…) and retries remain; the request is retried.',
+  MOCRA_ERR_ABORTED: 'The work was aborted (engine shutdown or an abort signal); it is put back, not lost.',
+  MOCRA_ERR_GENERATE_FAILED: "A node's generate (a spider's start) threw.",
+  MOCRA_ERR_PARSE_FAILED: "A node's parse threw.",
+  MOCRA_ERR_SINK_FAILED: 'A data sink threw while writing an item.',
+  // ── config, schedule, session, middleware ──────────────────────────────────────
+  MOCRA_ERR_CONFIG_READ: 'A config file could not be read (missing, unreadable, not a file).',
+  MOCRA_ERR_CONFIG_SYNTAX: 'A config file is not valid TOML; the error gives the line and column.',
+  MOCRA_ERR_CONFIG_INVALID:
+    'Config failed validation (unknown key, wrong type or bad value); each issue names the key and where it was set (file:line:column, environment variable, code or module-config layer).',
+  MOCRA_ERR_CRON_EXPRESSION:
+    'A cron schedule is invalid (not 5 or 6 fields, a value out of range, a bad every(...) argument).',
+  MOCRA_ERR_LOGIN_FAILED: "A module's login did not succeed within its bounded number of attempts.",
+  MOCRA_ERR_MIDDLEWARE_FAILED: 'A download, data or store middleware threw; the work takes the retry path.',
+  MOCRA_ERR_UNKNOWN_MIDDLEWARE: 'A module or request selects a middleware by a name that is not registered.',
+  // ── downloaders: registry, WebSocket, browser ──────────────────────────────────
+  MOCRA_ERR_UNKNOWN_DOWNLOADER: 'A module or request selects a downloader by a name that is not registered.',
+  MOCRA_ERR_DOWNLOADER_CLOSED:
+    'A downloader (or its connection manager or page pool) was used after close().',
+  MOCRA_ERR_WEBSOCKET_CONNECT:
+    'A WebSocket connection could not be opened (refused, handshake rejected, timed out) within its reconnect attempts.',
+  MOCRA_ERR_WEBSOCKET_CLOSED:
+    'A WebSocket connection closed abnormally (or with an error code) and was not, or could no longer be, reconnected.',
+  MOCRA_ERR_WEBSOCKET_OVERFLOW:
+    'More inbound WebSocket messages were waiting than the receive buffer holds; the connection was closed.',
+  MOCRA_ERR_BROWSER_LAUNCH:
+    'Chromium could not be started (executable missing or not runnable, or it crashed on launch).',
+  MOCRA_ERR_BROWSER_NAVIGATION:
+    'A browser page failed to load or render (navigation error, page crash, a wait-for function that threw).',
+  // ── control-plane HTTP API ──────────────────────────────────────────────────────
+  MOCRA_ERR_API_BIND:
+    'The control API could not listen on its host and port (in use, not permitted, unknown host); start-up stops and nothing is left running.',
+  MOCRA_ERR_API_UNAUTHORIZED:
+    'An authenticated API endpoint was called without the API key or with a wrong one (HTTP 401).',
+  MOCRA_ERR_API_KEY_NOT_CONFIGURED:
+    'An authenticated API endpoint was called but no API key is configured, so those endpoints are disabled (HTTP 403).',
+  MOCRA_ERR_API_RATE_LIMITED:
+    'A key (or, for failed logins, a client address) exceeded the API rate limit; retry after Retry-After (HTTP 429).',
+  MOCRA_ERR_API_VALIDATION:
+    'An API request body or query string is invalid; `issues` lists each problem with its path (HTTP 400).',
+  MOCRA_ERR_API_NOT_FOUND: 'No API endpoint matches the method and path (HTTP 404).',
+  MOCRA_ERR_API_BODY_TOO_LARGE: 'An API request body is larger than the body limit (HTTP 413).',
+  MOCRA_ERR_API_UNSUPPORTED_MEDIA_TYPE: 'An API request body is not JSON (HTTP 415).',
+  MOCRA_ERR_API_UNAVAILABLE:
+    'The API cannot answer now: what it asks (metrics, logs, a queue backend) is not configured, failed or timed out (HTTP 503).',
+  // ── failure policy, thresholds, breakers, watchdog ────────────────────────────
+  MOCRA_ERR_HANDLER_TIMEOUT:
+    'A stage handler (download, parse, generate, store…) did not finish within its deadline; it was aborted and the work takes the retry path.',
+  MOCRA_ERR_CIRCUIT_OPEN:
+    'The circuit breaker of a host or module is open after repeated failures; the work waits until the breaker lets a probe through.',
+  MOCRA_ERR_REQUEST_SKIPPED:
+    'A request failed more often than the per-request error limit allows; it is given up (dead-lettered) and the crawl goes on.',
+  MOCRA_ERR_MODULE_TERMINATED:
+    'A module failed more often than the per-module error limit allows; its remaining work is dead-lettered and it takes no new work.',
+  MOCRA_ERR_TASK_TERMINATED:
+    'A task (one run of a module) failed more often than the per-task error limit allows; its remaining work is dead-lettered.',
+  MOCRA_ERR_STALLED:
+    'No stage made progress for the stall window while work was pending; reported loudly (log, channel) so a hung crawl is seen.',
 } as const;
 
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
@@ -202,6 +282,738 @@ export class FencingTokenRejectedError extends MocraError {
     super(
       'MOCRA_ERR_FENCING_REJECTED',
       `'${resource}' rejected fencing token ${token}; it has seen ${highest}`,
+    );
+  }
+}
+
+// ── queue and coordination backends ─────────────────────────────────────────────
+
+/** A payload the codec cannot encode (a BigInt or a cycle with JSON, a function with either codec). */
+export class QueueEncodeError extends MocraError {
+  override readonly name = 'QueueEncodeError';
+  constructor(
+    readonly topic: string,
+    message: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super('MOCRA_ERR_QUEUE_ENCODE', `cannot encode a message for '${topic}': ${message}`, options);
+  }
+}
+
+/** A backend URL (`redis://…`, `nats://…`, `kafka://…`, `memory://`, `local://`) that cannot be used. */
+export class InvalidBackendUrlError extends MocraError {
+  override readonly name = 'InvalidBackendUrlError';
+  constructor(
+    readonly url: string,
+    reason: string,
+  ) {
+    super('MOCRA_ERR_BACKEND_URL', `invalid backend URL '${url}': ${reason}`);
+  }
+}
+
+/**
+ * The server behind a queue or coordination backend failed: not reachable, connection dropped,
+ * a command refused. Retryable: the work it was part of can be tried again later.
+ */
+export class BackendUnavailableError extends MocraError {
+  override readonly name = 'BackendUnavailableError';
+  constructor(
+    readonly backend: string,
+    message: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_BACKEND_UNAVAILABLE', `${backend}: ${message}`, { ...options, retryable: true });
+  }
+}
+
+export class CoordinationClosedError extends MocraError {
+  override readonly name = 'CoordinationClosedError';
+  constructor(readonly backend: string) {
+    super('MOCRA_ERR_COORDINATION_CLOSED', `the ${backend} coordination backend is closed`);
+  }
+}
+
+// ── engine, download and user-code errors ───────────────────────────────────────
+
+/** An engine method was called in a state that does not allow it (run twice, register after start). */
+export class EngineStateError extends MocraError {
+  override readonly name = 'EngineStateError';
+  constructor(message: string) {
+    super('MOCRA_ERR_ENGINE_STATE', message);
+  }
+}
+
+/** A task or follow-up names a module (or a node of a module) that is not registered. */
+export class UnknownModuleError extends MocraError {
+  override readonly name = 'UnknownModuleError';
+  constructor(
+    readonly module: string,
+    readonly node?: string,
+  ) {
+    super(
+      'MOCRA_ERR_UNKNOWN_MODULE',
+      node === undefined ? `no module '${module}' is registered` : `module '${module}' has no node '${node}'`,
+    );
+  }
+}
+
+/** A URL that cannot be fetched: not parseable, relative without a base, or not http(s). */
+export class InvalidUrlError extends MocraError {
+  override readonly name = 'InvalidUrlError';
+  constructor(
+    readonly url: string,
+    reason: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super('MOCRA_ERR_INVALID_URL', `invalid URL '${truncate(url)}': ${reason}`, {
+      ...options,
+      retryable: false,
+    });
+  }
+}
+
+/** Where in a download a timeout struck. */
+export type TimeoutPhase = 'connect' | 'headers' | 'body';
+
+export class TimeoutError extends MocraError {
+  override readonly name = 'TimeoutError';
+  constructor(
+    readonly url: string,
+    readonly phase: TimeoutPhase,
+    readonly timeoutMs: number | undefined,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_TIMEOUT',
+      `${phase} timeout${timeoutMs === undefined ? '' : ` (${timeoutMs} ms)`} for ${truncate(url)}`,
+      { ...options, retryable: true },
+    );
+  }
+}
+
+/** Where in a download a connection broke. */
+export type ConnectionPhase = 'connect' | 'headers' | 'body';
+
+export class ConnectionError extends MocraError {
+  override readonly name = 'ConnectionError';
+  constructor(
+    readonly url: string,
+    readonly phase: ConnectionPhase,
+    message: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_CONNECTION', `connection failed (${phase}) for ${truncate(url)}: ${message}`, {
+      ...options,
+      retryable: true,
+    });
+  }
+}
+
+/** The server broke HTTP framing: bad chunked encoding, or fewer bytes than Content-Length promised. */
+export class MalformedResponseError extends MocraError {
+  override readonly name = 'MalformedResponseError';
+  constructor(
+    readonly url: string,
+    message: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_MALFORMED_RESPONSE', `malformed response from ${truncate(url)}: ${message}`, {
+      ...options,
+      retryable: true,
+    });
+  }
+}
+
+export class BodyTooLargeError extends MocraError {
+  override readonly name = 'BodyTooLargeError';
+  constructor(
+    readonly url: string,
+    readonly limit: number,
+    /** Bytes seen when the download stopped (or the announced Content-Length). */
+    readonly received: number,
+    /** True when the cap was hit on decompressed bytes (a compression bomb, typically). */
+    readonly decoded: boolean,
+  ) {
+    super(
+      'MOCRA_ERR_BODY_TOO_LARGE',
+      `body of ${truncate(url)} exceeds the ${limit}-byte cap (${received}${decoded ? ' decoded' : ''} bytes so far)`,
+    );
+  }
+}
+
+export class TooManyRedirectsError extends MocraError {
+  override readonly name = 'TooManyRedirectsError';
+  constructor(
+    readonly url: string,
+    readonly limit: number,
+    readonly chain: readonly string[],
+  ) {
+    super('MOCRA_ERR_TOO_MANY_REDIRECTS', `more than ${limit} redirects starting at ${truncate(url)}`);
+  }
+}
+
+export class RedirectLoopError extends MocraError {
+  override readonly name = 'RedirectLoopError';
+  constructor(
+    readonly url: string,
+    readonly chain: readonly string[],
+  ) {
+    super('MOCRA_ERR_REDIRECT_LOOP', `redirect loop: ${chain.map(truncate).join(' → ')} → ${truncate(url)}`);
+  }
+}
+
+export class ContentDecodingError extends MocraError {
+  override readonly name = 'ContentDecodingError';
+  constructor(
+    readonly url: string,
+    readonly encoding: string,
+    message: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_CONTENT_DECODING',
+      `cannot decode '${encoding}' body of ${truncate(url)}: ${message}`,
+      options,
+    );
+  }
+}
+
+export class TextDecodingError extends MocraError {
+  override readonly name = 'TextDecodingError';
+  constructor(
+    readonly url: string,
+    readonly charset: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_TEXT_DECODING', `body of ${truncate(url)} is not valid ${charset}`, options);
+  }
+}
+
+/** A retryable status (429, 503, …) while retries remain. After the last retry the response reaches parse. */
+export class HttpStatusError extends MocraError {
+  override readonly name = 'HttpStatusError';
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    /** From a Retry-After header, when the server sent one. */
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super('MOCRA_ERR_HTTP_STATUS', `HTTP ${status} from ${truncate(url)}`, { retryable: true });
+  }
+}
+
+export class AbortedError extends MocraError {
+  override readonly name = 'AbortedError';
+  constructor(message = 'aborted', options: Omit<MocraErrorOptions, 'retryable'> = {}) {
+    super('MOCRA_ERR_ABORTED', message, { ...options, retryable: true });
+  }
+}
+
+/** Which user hook failed, with where it ran. */
+interface UserCodeContext {
+  module: string;
+  node: string;
+  url?: string;
+}
+
+export class GenerateFailedError extends MocraError {
+  override readonly name = 'GenerateFailedError';
+  readonly module: string;
+  readonly node: string;
+  constructor(context: UserCodeContext, cause: unknown) {
+    super(
+      'MOCRA_ERR_GENERATE_FAILED',
+      `generate of ${context.module}/${context.node} threw: ${describe(cause)}`,
+      { cause },
+    );
+    this.module = context.module;
+    this.node = context.node;
+  }
+}
+
+export class ParseFailedError extends MocraError {
+  override readonly name = 'ParseFailedError';
+  readonly module: string;
+  readonly node: string;
+  readonly url: string | undefined;
+  constructor(context: UserCodeContext, cause: unknown) {
+    super(
+      'MOCRA_ERR_PARSE_FAILED',
+      `parse of ${context.module}/${context.node}${context.url ? ` (${truncate(context.url)})` : ''} threw: ${describe(cause)}`,
+      { cause },
+    );
+    this.module = context.module;
+    this.node = context.node;
+    this.url = context.url;
+  }
+}
+
+/** A sink's `write` threw. Retried (the parse runs again; items keep their `itemId`). */
+export class SinkFailedError extends MocraError {
+  override readonly name = 'SinkFailedError';
+  readonly module: string;
+  readonly itemId: string;
+  constructor(context: { module: string; itemId: string }, cause: unknown) {
+    super(
+      'MOCRA_ERR_SINK_FAILED',
+      `sink of ${context.module} failed on item ${context.itemId}: ${describe(cause)}`,
+      {
+        cause,
+        retryable: true,
+      },
+    );
+    this.module = context.module;
+    this.itemId = context.itemId;
+  }
+}
+
+function truncate(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// ── config, schedule, session, middleware ───────────────────────────────────────
+
+/** Where a config value was set: a file position, an environment variable, code, or a module-config layer. */
+export type ConfigIssueSource =
+  | { kind: 'file'; file: string; line: number; column: number }
+  | { kind: 'env'; variable: string }
+  | { kind: 'code' }
+  | { kind: 'layer'; layer: string };
+
+/** One problem found while validating config. */
+export interface ConfigIssue {
+  /** `unknown-key`: not in the schema; `type`: the wrong kind of value; `value`: right kind, bad value. */
+  kind: 'unknown-key' | 'type' | 'value';
+  /** Dotted key as written, with `[n]` for array elements: `crawler.task_concurrency`, `tasks[1].account`. */
+  key: string;
+  message: string;
+  source: ConfigIssueSource;
+}
+
+/** `config.toml:3:1`, `env MOCRA_X`, `code`, `module config (platform)`. */
+export function formatConfigIssueSource(source: ConfigIssueSource): string {
+  switch (source.kind) {
+    case 'file':
+      return `${source.file}:${source.line}:${source.column}`;
+    case 'env':
+      return `env ${source.variable}`;
+    case 'code':
+      return 'code';
+    case 'layer':
+      return `module config (${source.layer})`;
+  }
+}
+
+/** A config file that cannot be read. */
+export class ConfigReadError extends MocraError {
+  override readonly name = 'ConfigReadError';
+  constructor(
+    readonly file: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_CONFIG_READ',
+      `cannot read config file ${file}${options.cause === undefined ? '' : `: ${describe(options.cause)}`}`,
+      options,
+    );
+  }
+}
+
+/** A config file that is not valid TOML. `line` and `column` are 1-based. */
+export class ConfigSyntaxError extends MocraError {
+  override readonly name = 'ConfigSyntaxError';
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly column: number,
+    reason: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_CONFIG_SYNTAX', `${file}:${line}:${column}: invalid TOML: ${reason}`, options);
+  }
+}
+
+/** Config that does not match the schema. Every problem found is listed, so one pass fixes them all. */
+export class ConfigValidationError extends MocraError {
+  override readonly name = 'ConfigValidationError';
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[]) {
+    const lines = issues.map((i) => `${formatConfigIssueSource(i.source)} ${i.key}: ${i.message}`);
+    super(
+      'MOCRA_ERR_CONFIG_INVALID',
+      lines.length === 1 ? `invalid config: ${lines[0]}` : `invalid config:\n  ${lines.join('\n  ')}`,
+    );
+    this.issues = issues;
+  }
+}
+
+/** A cron expression or `every(...)` schedule that cannot be used. */
+export class InvalidCronError extends MocraError {
+  override readonly name = 'InvalidCronError';
+  constructor(
+    readonly expression: string,
+    reason: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_CRON_EXPRESSION', `invalid cron schedule '${expression}': ${reason}`, options);
+  }
+}
+
+/** Login of an account × platform session failed `attempts` times in a row. Not retried by itself. */
+export class LoginFailedError extends MocraError {
+  override readonly name = 'LoginFailedError';
+  constructor(
+    readonly account: string,
+    readonly platform: string,
+    readonly attempts: number,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_LOGIN_FAILED',
+      `login of ${account}@${platform} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}${
+        options.cause === undefined ? '' : `: ${describe(options.cause)}`
+      }`,
+      options,
+    );
+  }
+}
+
+export type MiddlewareKind = 'download' | 'data' | 'store';
+export type MiddlewarePhase =
+  | 'beforeRequest'
+  | 'afterResponse'
+  | 'handle'
+  | 'beforeStore'
+  | 'store'
+  | 'afterStore';
+
+/**
+ * A middleware threw. Retryable unless the middleware threw a non-retryable mocra error (then
+ * that error's `retryable` is kept), so the work takes the same retry path as a failed download.
+ */
+export class MiddlewareFailedError extends MocraError {
+  override readonly name = 'MiddlewareFailedError';
+  constructor(
+    readonly kind: MiddlewareKind,
+    readonly middleware: string,
+    readonly phase: MiddlewarePhase,
+    cause: unknown,
+  ) {
+    super(
+      'MOCRA_ERR_MIDDLEWARE_FAILED',
+      `${kind} middleware '${middleware}' failed in ${phase}: ${describe(cause)}`,
+      {
+        cause,
+        retryable: isMocraError(cause) ? cause.retryable : true,
+      },
+    );
+  }
+}
+
+export class UnknownMiddlewareError extends MocraError {
+  override readonly name = 'UnknownMiddlewareError';
+  constructor(
+    readonly kind: MiddlewareKind,
+    readonly middleware: string,
+    /** Who selected it: `module 'x'` or `request <url>`. */
+    readonly selectedBy: string,
+  ) {
+    super(
+      'MOCRA_ERR_UNKNOWN_MIDDLEWARE',
+      `${selectedBy} selects ${kind} middleware '${middleware}', which is not registered`,
+    );
+  }
+}
+
+// ── downloaders: registry, WebSocket, browser ───────────────────────────────────
+
+/** A module or request names a downloader that was never registered. Not retryable: a typo stays a typo. */
+export class UnknownDownloaderError extends MocraError {
+  override readonly name = 'UnknownDownloaderError';
+  constructor(
+    readonly downloader: string,
+    /** Who selected it: `module 'x'` or `request <url>`. */
+    readonly selectedBy: string,
+    /** The names that are registered, for the message. */
+    readonly known: readonly string[],
+  ) {
+    super(
+      'MOCRA_ERR_UNKNOWN_DOWNLOADER',
+      `${selectedBy} selects downloader '${downloader}', which is not registered (known: ${
+        known.length === 0 ? 'none' : known.join(', ')
+      })`,
+    );
+  }
+}
+
+/** A downloader, WebSocket manager or browser page pool was used after `close()`. */
+export class DownloaderClosedError extends MocraError {
+  override readonly name = 'DownloaderClosedError';
+  constructor(readonly downloader: string) {
+    super('MOCRA_ERR_DOWNLOADER_CLOSED', `${downloader} is closed`);
+  }
+}
+
+/** A WebSocket could not be opened, after `attempts` tries. Retryable: the server may come back. */
+export class WebSocketConnectError extends MocraError {
+  override readonly name = 'WebSocketConnectError';
+  constructor(
+    readonly url: string,
+    readonly attempts: number,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_WEBSOCKET_CONNECT',
+      `cannot open WebSocket ${truncate(url)} (${attempts} attempt${attempts === 1 ? '' : 's'})${
+        options.cause === undefined ? '' : `: ${describe(options.cause)}`
+      }`,
+      { ...options, retryable: true },
+    );
+  }
+}
+
+/**
+ * A WebSocket closed in a way that ends its work with an error: an abnormal close (1006) once the
+ * reconnect attempts ran out, or a close code that says reconnecting cannot help (1002, 1003,
+ * 1007–1010, application codes). Retryable only when the close was abnormal.
+ */
+export class WebSocketClosedError extends MocraError {
+  override readonly name = 'WebSocketClosedError';
+  constructor(
+    readonly url: string,
+    readonly closeCode: number,
+    readonly reason: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super(
+      'MOCRA_ERR_WEBSOCKET_CLOSED',
+      `WebSocket ${truncate(url)} closed with ${closeCode}${reason ? ` (${truncate(reason, 120)})` : ''}`,
+      options,
+    );
+  }
+}
+
+/** The receive buffer of a WebSocket connection filled up: its consumer is slower than the server. */
+export class WebSocketOverflowError extends MocraError {
+  override readonly name = 'WebSocketOverflowError';
+  constructor(
+    readonly url: string,
+    readonly limit: number,
+  ) {
+    super(
+      'MOCRA_ERR_WEBSOCKET_OVERFLOW',
+      `more than ${limit} inbound messages of WebSocket ${truncate(url)} were waiting; the connection was closed`,
+      { retryable: true },
+    );
+  }
+}
+
+/** Chromium did not start: the executable is missing or not runnable, or it crashed while launching. */
+export class BrowserLaunchError extends MocraError {
+  override readonly name = 'BrowserLaunchError';
+  constructor(
+    readonly executablePath: string,
+    message: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_BROWSER_LAUNCH', `cannot launch Chromium at ${executablePath}: ${message}`, options);
+  }
+}
+
+/** A page failed to load or render. Retryable unless the navigation was refused for good (a bad URL). */
+export class BrowserNavigationError extends MocraError {
+  override readonly name = 'BrowserNavigationError';
+  constructor(
+    readonly url: string,
+    message: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super('MOCRA_ERR_BROWSER_NAVIGATION', `browser could not render ${truncate(url)}: ${message}`, options);
+  }
+}
+
+// ── control-plane HTTP API ──────────────────────────────────────────────────────
+
+/** The control API could not bind. Start-up fails with this; the server is closed, nothing half-runs. */
+export class ApiBindError extends MocraError {
+  override readonly name = 'ApiBindError';
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_API_BIND',
+      `the control API cannot listen on ${host}:${port}: ${bindReason(options.cause)}`,
+      options,
+    );
+  }
+}
+
+function bindReason(cause: unknown): string {
+  const code = cause instanceof Error ? (cause as Error & { code?: unknown }).code : undefined;
+  if (code === 'EADDRINUSE') return 'the port is already in use (by another process, or another engine)';
+  if (code === 'EACCES') return 'permission denied (ports below 1024 need privileges)';
+  if (code === 'EADDRNOTAVAIL') return 'the address is not available on this machine';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the host name does not resolve';
+  return describe(cause);
+}
+
+export class ApiUnauthorizedError extends MocraError {
+  override readonly name = 'ApiUnauthorizedError';
+  constructor(message = 'a valid API key is required (Authorization: Bearer <key> or x-api-key: <key>)') {
+    super('MOCRA_ERR_API_UNAUTHORIZED', message);
+  }
+}
+
+export class ApiKeyNotConfiguredError extends MocraError {
+  override readonly name = 'ApiKeyNotConfiguredError';
+  constructor() {
+    super(
+      'MOCRA_ERR_API_KEY_NOT_CONFIGURED',
+      'no API key is configured, so authenticated endpoints are disabled; set [api].api_key, MOCRA_API__API_KEY or the apiKey option',
+    );
+  }
+}
+
+export class ApiRateLimitedError extends MocraError {
+  override readonly name = 'ApiRateLimitedError';
+  constructor(readonly retryAfterMs: number) {
+    super('MOCRA_ERR_API_RATE_LIMITED', `rate limit exceeded; retry in ${Math.ceil(retryAfterMs / 1000)} s`, {
+      retryable: true,
+    });
+  }
+}
+
+/** One problem with an API request: where (`body.module`, `query.limit`) and what. */
+export interface ApiValidationIssue {
+  path: string;
+  message: string;
+}
+
+export class ApiValidationError extends MocraError {
+  override readonly name = 'ApiValidationError';
+  constructor(readonly issues: readonly ApiValidationIssue[]) {
+    super(
+      'MOCRA_ERR_API_VALIDATION',
+      issues.length === 0
+        ? 'invalid request'
+        : `invalid request: ${issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; ')}`,
+    );
+  }
+}
+
+export class ApiNotFoundError extends MocraError {
+  override readonly name = 'ApiNotFoundError';
+  constructor(
+    readonly method: string,
+    readonly path: string,
+  ) {
+    super('MOCRA_ERR_API_NOT_FOUND', `no endpoint ${method} ${truncate(path)}; see /openapi.json`);
+  }
+}
+
+export class ApiUnavailableError extends MocraError {
+  override readonly name = 'ApiUnavailableError';
+  constructor(message: string, options: Omit<MocraErrorOptions, 'retryable'> = {}) {
+    super('MOCRA_ERR_API_UNAVAILABLE', message, { ...options, retryable: true });
+  }
+}
+
+// ── failure policy, thresholds, breakers, watchdog ──────────────────────────────
+
+/**
+ * A handler ran past its deadline. Its AbortSignal was aborted and the work is reported as
+ * this (retryable) timeout, so a handler that never returns cannot hang the crawl.
+ */
+export class HandlerTimeoutError extends MocraError {
+  override readonly name = 'HandlerTimeoutError';
+  constructor(
+    /** What timed out: `download https://…`, `parse catalog/main`… */
+    readonly label: string,
+    readonly timeoutMs: number,
+  ) {
+    super('MOCRA_ERR_HANDLER_TIMEOUT', `${truncate(label)} did not finish within ${timeoutMs} ms; aborted`, {
+      retryable: true,
+    });
+  }
+}
+
+/** The breaker of a host or module is open (or half-open with its probe out); retry after `retryAfterMs`. */
+export class CircuitOpenError extends MocraError {
+  override readonly name = 'CircuitOpenError';
+  constructor(
+    readonly scope: 'host' | 'module',
+    readonly key: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      'MOCRA_ERR_CIRCUIT_OPEN',
+      `circuit breaker of ${scope} '${truncate(key)}' is open; retry in ${retryAfterMs} ms`,
+      { retryable: true },
+    );
+  }
+}
+
+/** The per-request error limit was reached: the request is given up. */
+export class RequestSkippedError extends MocraError {
+  override readonly name = 'RequestSkippedError';
+  constructor(
+    readonly request: string,
+    readonly errors: number,
+    readonly limit: number,
+  ) {
+    super(
+      'MOCRA_ERR_REQUEST_SKIPPED',
+      `request ${truncate(request)} failed ${errors} times (limit ${limit}); skipped`,
+    );
+  }
+}
+
+/** The per-module error limit was reached: the module takes no more work in this process. */
+export class ModuleTerminatedError extends MocraError {
+  override readonly name = 'ModuleTerminatedError';
+  constructor(
+    readonly module: string,
+    readonly errors: number,
+    readonly limit: number,
+  ) {
+    super(
+      'MOCRA_ERR_MODULE_TERMINATED',
+      `module '${module}' reached ${errors} errors (limit ${limit}, after success decay); terminated`,
+    );
+  }
+}
+
+/** The per-task error limit was reached: the task's (run's) remaining work is given up. */
+export class TaskTerminatedError extends MocraError {
+  override readonly name = 'TaskTerminatedError';
+  constructor(
+    readonly task: string,
+    readonly errors: number,
+    readonly limit: number,
+  ) {
+    super(
+      'MOCRA_ERR_TASK_TERMINATED',
+      `task '${task}' reached ${errors} errors (limit ${limit}, after success decay); terminated`,
+    );
+  }
+}
+
+/** Nothing moved for `idleMs` while `pending` messages waited: the crawl looks hung. */
+export class StalledError extends MocraError {
+  override readonly name = 'StalledError';
+  constructor(
+    readonly idleMs: number,
+    readonly pending: number,
+  ) {
+    super(
+      'MOCRA_ERR_STALLED',
+      `no progress for ${Math.round(idleMs / 1000)} s while ${pending} message${pending === 1 ? '' : 's'} were pending`,
     );
   }
 }

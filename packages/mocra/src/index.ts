@@ -1,2 +1,3 @@
-// Filled in by the package's own work; see README.md.
-export {};
+// The mocra facade. `export *` is allowed here and only here: the prelude lists what it
+// re-exports by name, so this line exposes exactly that.
+export * from './prelude.js';

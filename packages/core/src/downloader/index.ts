@@ -1,0 +1,4 @@
+export type { HttpDownloaderOptions } from './http-downloader.js';
+export { createHttpDownloader, HttpDownloader } from './http-downloader.js';
+export type { Downloader } from './types.js';
+export { DEFAULT_USER_AGENT, MOCRA_VERSION } from './version.js';

@@ -1,0 +1,13 @@
+export type {
+  EngineOptions,
+  EngineState,
+  EngineStats,
+  EngineTopicOptions,
+  RunSummary,
+  StageConcurrency,
+  StageStats,
+  StopReason,
+} from './engine.js';
+export { createEngine, Engine } from './engine.js';
+export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
+export { StageRunner } from './stage-runner.js';

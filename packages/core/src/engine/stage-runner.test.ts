@@ -1,0 +1,210 @@
+import { describe, expect, test } from 'vitest';
+import { createMemoryQueueBackend } from '../queue/memory-queue.js';
+import type { Delivery, LeaseQueue } from '../queue/types.js';
+import { type HandlerResult, StageRunner, type StageRunnerOptions } from './stage-runner.js';
+
+/** A promise with its resolver, to hold handlers until the test lets them go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => {
+    open = r;
+  });
+  return { promise, open };
+}
+
+/** Resolves once `predicate` holds, re-checking after every settle (no timers). */
+function until(predicate: () => boolean, listeners: (() => void)[]): Promise<void> {
+  if (predicate()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (predicate()) {
+        listeners.splice(listeners.indexOf(check), 1);
+        resolve();
+      }
+    };
+    listeners.push(check);
+  });
+}
+
+function setup(
+  count: number,
+  options: Partial<StageRunnerOptions<number>> & { concurrency: number },
+  topic: { leaseMs?: number } = {},
+) {
+  const backend = createMemoryQueueBackend({ namespace: `t${Math.random()}` });
+  const queue: LeaseQueue<number> = backend.topic<number>('work', { leaseMs: topic.leaseMs ?? 30_000 });
+  const listeners: (() => void)[] = [];
+  const failures: unknown[] = [];
+  const internal: unknown[] = [];
+  const runner = new StageRunner<number>({
+    name: 'test',
+    queue,
+    handle: () => undefined,
+    onFailure: async (_d, err) => {
+      failures.push(err);
+      return undefined;
+    },
+    onSettled: () => {
+      for (const l of [...listeners]) l();
+    },
+    onInternalError: (err) => internal.push(err),
+    ...options,
+  });
+  const ready = queue.publish(Array.from({ length: count }, (_, i) => ({ payload: i })));
+  return { backend, queue, runner, listeners, failures, internal, ready };
+}
+
+describe('StageRunner', () => {
+  test('never runs more handlers than its concurrency, and processes everything', async () => {
+    let running = 0;
+    let peak = 0;
+    const seen: number[] = [];
+    const { runner, listeners, ready, queue, backend } = setup(60, {
+      concurrency: 4,
+      handle: async (d: Delivery<number>) => {
+        running++;
+        peak = Math.max(peak, running);
+        // Yield a few times so handlers overlap.
+        for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+        seen.push(d.payload);
+        running--;
+        return undefined;
+      },
+    });
+    await ready;
+    runner.start();
+    await until(() => runner.stats().done === 60, listeners);
+    expect(peak).toBe(4);
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0 });
+    await runner.stop(1_000);
+    await backend.close();
+  });
+
+  test('pause stops pulling (work in flight finishes); resume continues', async () => {
+    const hold = gate();
+    let started = 0;
+    const { runner, listeners, ready, queue, backend } = setup(10, {
+      concurrency: 2,
+      handle: async () => {
+        started++;
+        await hold.promise;
+        return undefined;
+      },
+    });
+    await ready;
+    runner.start();
+    await new Promise((r) => setImmediate(r));
+    expect(runner.inFlight).toBe(2);
+    runner.pause();
+    hold.open();
+    await until(() => runner.stats().done === 2, listeners);
+    // Let the loop run: a paused runner must not take more.
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(started).toBe(2);
+    expect(runner.paused).toBe(true);
+    expect((await queue.stats()).ready).toBe(8);
+    runner.resume();
+    await until(() => runner.stats().done === 10, listeners);
+    expect(started).toBe(10);
+    await runner.stop(1_000);
+    await backend.close();
+  });
+
+  test('stop lets work finish within the deadline, then aborts and puts back the rest', async () => {
+    const aborted: number[] = [];
+    const { runner, ready, queue, backend } = setup(5, {
+      concurrency: 2,
+      handle: (d, signal) =>
+        new Promise<HandlerResult>((_resolve, reject) => {
+          signal.addEventListener('abort', () => {
+            aborted.push(d.payload);
+            reject(new Error('aborted'));
+          });
+        }),
+    });
+    await ready;
+    runner.start();
+    await new Promise((r) => setImmediate(r));
+    expect(runner.inFlight).toBe(2);
+    await runner.stop(50);
+    expect(aborted.sort()).toEqual([0, 1]);
+    expect(runner.stats().failed).toBe(0); // aborted by shutdown is not a failure
+    // Nothing lost: the two in flight went back, the three never taken are still there.
+    expect(await queue.stats()).toMatchObject({ ready: 5, inflight: 0 });
+    const again = await queue.consume({ max: 10, waitMs: 0 });
+    expect(again.map((d) => d.payload).sort()).toEqual([0, 1, 2, 3, 4]);
+    await backend.close();
+  });
+
+  test('a handler that ignores the abort is nacked after the grace period', async () => {
+    const { runner, ready, queue, backend } = setup(1, {
+      concurrency: 1,
+      handle: () => new Promise<HandlerResult>(() => {}),
+    });
+    await ready;
+    runner.start();
+    await new Promise((r) => setImmediate(r));
+    await runner.stop(10, 10);
+    expect(await queue.stats()).toMatchObject({ ready: 1, inflight: 0 });
+    await backend.close();
+  });
+
+  test('failures go to onFailure and are settled as it says', async () => {
+    const { runner, listeners, ready, queue, failures, backend } = setup(3, {
+      concurrency: 3,
+      handle: (d) => {
+        if (d.payload === 1) throw new Error('sync boom');
+        if (d.payload === 2) return Promise.reject(new Error('async boom'));
+        return undefined;
+      },
+    });
+    await ready;
+    runner.start();
+    await until(() => runner.stats().done + runner.stats().failed === 3, listeners);
+    expect(runner.stats()).toMatchObject({ done: 1, failed: 2 });
+    expect(failures.map((e) => (e as Error).message).sort()).toEqual(['async boom', 'sync boom']);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0 });
+    await runner.stop(100);
+    await backend.close();
+  });
+
+  test('extends leases while a handler runs longer than the lease', async () => {
+    let calls = 0;
+    const { runner, listeners, ready, queue, backend } = setup(
+      1,
+      {
+        concurrency: 1,
+        handle: async (d) => {
+          calls++;
+          expect(d.attempt).toBe(1);
+          await new Promise((r) => setTimeout(r, 700));
+          return undefined;
+        },
+      },
+      { leaseMs: 150 },
+    );
+    await ready;
+    runner.start();
+    await until(() => runner.stats().done === 1, listeners);
+    expect(calls).toBe(1);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0, deadLettered: 0 });
+    await runner.stop(100);
+    await backend.close();
+  });
+
+  test('rejects a bad concurrency', () => {
+    const backend = createMemoryQueueBackend();
+    const queue = backend.topic<number>('x');
+    const base = {
+      name: 'x',
+      queue,
+      handle: () => undefined,
+      onFailure: async () => undefined,
+      onSettled() {},
+      onInternalError() {},
+    };
+    expect(() => new StageRunner({ ...base, concurrency: 0 })).toThrow(RangeError);
+    expect(() => new StageRunner({ ...base, concurrency: 1.5 })).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,325 @@
+/**
+ * One stage of the pipeline: a bounded worker pool over one topic.
+ *
+ * ```
+ *            consume({ max: free slots })            handler(delivery, signal)
+ *   topic ──────────────────────────────▶ in flight ────────────────────────▶ ack | nack | dead-letter
+ *     ▲        (never more than `concurrency`)   │  lease extended while it runs
+ *     └──────────────── nack on shutdown ────────┘
+ * ```
+ *
+ * - Concurrency is exact: the runner only asks the queue for as many messages as it has free
+ *   slots, and in-flight never exceeds `concurrency`.
+ * - Backpressure comes from the handlers: a handler that waits on a full downstream topic
+ *   keeps its slot, so the stage pulls less.
+ * - Leases are extended by one timer per stage (not one per message): every third of the
+ *   lease, deliveries whose lease ends within half a lease are extended.
+ * - Pause stops pulling (work in flight finishes). Stop stops pulling, lets work in flight
+ *   finish until the deadline, then aborts it (the handler's signal) and nacks whatever is
+ *   still unsettled, so nothing taken from the queue is lost.
+ */
+import { setMaxListeners } from 'node:events';
+import { isMocraError } from '../errors.js';
+import type { Delivery, LeaseQueue } from '../queue/types.js';
+
+/** How the runner settles a delivery after its handler returned. */
+export type HandlerResult =
+  | undefined
+  | { nack: { delayMs?: number; reason?: string } }
+  | { deadLetter: string };
+
+export interface StageRunnerOptions<T> {
+  name: string;
+  queue: LeaseQueue<T>;
+  /** Handlers running at once. */
+  concurrency: number;
+  /** Do the work; resolve to settle (ack by default). Must not settle the delivery itself. */
+  handle(delivery: Delivery<T>, signal: AbortSignal): Promise<HandlerResult> | HandlerResult;
+  /**
+   * The handler threw (and the stage was not stopping): report it and say how to settle.
+   * If this throws too, the delivery is nacked without delay.
+   */
+  onFailure(delivery: Delivery<T>, error: unknown): Promise<HandlerResult>;
+  /** A delivery was settled (or given up): the engine re-checks idleness. */
+  onSettled(): void;
+  /** Something went wrong outside a handler (queue errors, a settle that failed). */
+  onInternalError(error: unknown, context: string): void;
+  /** Lease length asked for on consume. @default the topic's leaseMs */
+  leaseMs?: number;
+  /** How long one consume call waits for a message before looping. @default 30000 */
+  pollMs?: number;
+}
+
+export interface StageRunnerStats {
+  inFlight: number;
+  done: number;
+  failed: number;
+  concurrency: number;
+  paused: boolean;
+}
+
+export class StageRunner<T> {
+  readonly name: string;
+  readonly #queue: LeaseQueue<T>;
+  readonly #options: StageRunnerOptions<T>;
+  readonly #leaseMs: number;
+  #concurrency: number;
+  readonly #inFlight = new Set<Delivery<T>>();
+  #started = 0;
+  #done = 0;
+  #failed = 0;
+  #running = false;
+  #paused = false;
+  /** Aborts a waiting consume (pause/stop). Replaced after use. */
+  #pull = new AbortController();
+  /** Aborts handlers (shutdown deadline). */
+  readonly #work = new AbortController();
+  #wake: (() => void) | undefined;
+  #drained: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #leaseTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: StageRunnerOptions<T>) {
+    if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
+      throw new RangeError(
+        `stage '${options.name}': concurrency must be an integer ≥ 1, got ${options.concurrency}`,
+      );
+    }
+    this.name = options.name;
+    this.#queue = options.queue;
+    this.#options = options;
+    this.#concurrency = options.concurrency;
+    this.#leaseMs = options.leaseMs ?? options.queue.options.leaseMs;
+    // Every handler (every download) listens on this one signal.
+    setMaxListeners(0, this.#work.signal);
+  }
+
+  /** Deliveries handed to the handler so far (moves whenever the stage does anything). */
+  get started(): number {
+    return this.#started;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get running(): boolean {
+    return this.#running;
+  }
+
+  stats(): StageRunnerStats {
+    return {
+      inFlight: this.#inFlight.size,
+      done: this.#done,
+      failed: this.#failed,
+      concurrency: this.#concurrency,
+      paused: this.#paused,
+    };
+  }
+
+  start(): void {
+    if (this.#running || this.#work.signal.aborted) return;
+    this.#running = true;
+    const every = Math.max(50, Math.floor(this.#leaseMs / 3));
+    this.#leaseTimer = setInterval(() => this.#extendLeases(), every);
+    this.#leaseTimer.unref();
+    this.#loop = this.#run();
+  }
+
+  pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#abortPull();
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#wakeUp();
+  }
+
+  /** Change the pool size while running (takes effect as slots free up). */
+  setConcurrency(concurrency: number): void {
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new RangeError(`stage '${this.name}': concurrency must be an integer ≥ 1, got ${concurrency}`);
+    }
+    this.#concurrency = concurrency;
+    this.#wakeUp();
+  }
+
+  /** Abort the handlers in flight now (their deliveries are nacked as they end). */
+  abort(): void {
+    this.#work.abort();
+  }
+
+  /**
+   * Stop pulling, give work in flight until `deadlineMs` to finish, then abort it and wait
+   * `graceMs` more; whatever is still unsettled is nacked (back on the queue, not lost).
+   */
+  async stop(deadlineMs: number, graceMs = 2_000): Promise<void> {
+    this.#running = false;
+    this.#abortPull();
+    this.#wakeUp();
+    if (this.#inFlight.size > 0) {
+      if (!(await this.#waitDrained(deadlineMs))) {
+        this.#work.abort();
+        if (!(await this.#waitDrained(graceMs))) {
+          for (const delivery of [...this.#inFlight]) {
+            this.#inFlight.delete(delivery);
+            await this.#settle(delivery, { nack: { reason: `stage '${this.name}' stopped` } });
+          }
+        }
+      }
+    }
+    await this.#loop;
+    if (this.#leaseTimer) clearInterval(this.#leaseTimer);
+    this.#leaseTimer = undefined;
+  }
+
+  async #run(): Promise<void> {
+    while (this.#running) {
+      const free = this.#concurrency - this.#inFlight.size;
+      if (this.#paused || free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        continue;
+      }
+      let batch: Delivery<T>[];
+      try {
+        batch = await this.#queue.consume({
+          max: free,
+          waitMs: this.#options.pollMs ?? 30_000,
+          leaseMs: this.#leaseMs,
+          signal: this.#pull.signal,
+        });
+      } catch (err) {
+        if (!this.#running) break;
+        this.#options.onInternalError(err, `consume on '${this.#queue.name}'`);
+        // A failing backend (broker down) is retried calmly, not in a hot loop.
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 1_000);
+          this.#wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        continue;
+      }
+      if (!this.#running) {
+        // Stopped while the consume was in flight: give these back untouched.
+        for (const delivery of batch) await this.#settle(delivery, { nack: { reason: 'stage stopped' } });
+        break;
+      }
+      for (const delivery of batch) this.#start(delivery);
+    }
+  }
+
+  #start(delivery: Delivery<T>): void {
+    this.#inFlight.add(delivery);
+    this.#started++;
+    let result: Promise<HandlerResult> | HandlerResult;
+    try {
+      result = this.#options.handle(delivery, this.#work.signal);
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (r) => this.#finish(delivery, r, undefined),
+        (err: unknown) => this.#finish(delivery, undefined, err ?? new Error('handler rejected')),
+      );
+    } else {
+      void this.#finish(delivery, result, undefined);
+    }
+  }
+
+  async #finish(delivery: Delivery<T>, result: HandlerResult, error: unknown): Promise<void> {
+    // Given up by stop() already (deadline passed): it was nacked there.
+    if (!this.#inFlight.has(delivery)) return;
+    let outcome = result;
+    if (error !== undefined) {
+      if (this.#work.signal.aborted) {
+        // Aborted by shutdown: not a failure of the work, put it back.
+        outcome = { nack: { reason: `stage '${this.name}' stopped` } };
+      } else {
+        this.#failed++;
+        try {
+          outcome = await this.#options.onFailure(delivery, error);
+        } catch (reportErr) {
+          this.#options.onInternalError(reportErr, `reporting a failure on '${this.#queue.name}'`);
+          outcome = { nack: { reason: 'failure could not be reported' } };
+        }
+      }
+    } else {
+      this.#done++;
+    }
+    await this.#settle(delivery, outcome);
+    this.#inFlight.delete(delivery);
+    if (this.#inFlight.size === 0) this.#drained?.();
+    this.#wakeUp();
+    this.#options.onSettled();
+  }
+
+  async #settle(delivery: Delivery<T>, outcome: HandlerResult): Promise<void> {
+    try {
+      if (outcome === undefined) await delivery.ack();
+      else if ('deadLetter' in outcome) await delivery.deadLetter(outcome.deadLetter);
+      else await delivery.nack(outcome.nack);
+    } catch (err) {
+      // A lapsed lease (the message went to someone else) or a closed queue: nothing to undo.
+      if (
+        !(
+          isMocraError(err) &&
+          (err.code === 'MOCRA_ERR_LEASE_EXPIRED' || err.code === 'MOCRA_ERR_QUEUE_CLOSED')
+        )
+      ) {
+        this.#options.onInternalError(err, `settling a delivery of '${this.#queue.name}'`);
+      }
+    }
+  }
+
+  #extendLeases(): void {
+    if (this.#inFlight.size === 0) return;
+    const soon = Date.now() + this.#leaseMs / 2;
+    for (const delivery of this.#inFlight) {
+      if (delivery.leaseDeadline <= soon) {
+        delivery.extendLease(this.#leaseMs).catch((err: unknown) => {
+          if (!(isMocraError(err) && err.code === 'MOCRA_ERR_LEASE_EXPIRED')) {
+            this.#options.onInternalError(err, `extending a lease on '${this.#queue.name}'`);
+          }
+        });
+      }
+    }
+  }
+
+  #waitDrained(ms: number): Promise<boolean> {
+    if (this.#inFlight.size === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.#drained = undefined;
+        resolve(this.#inFlight.size === 0);
+      }, ms);
+      this.#drained = () => {
+        clearTimeout(timer);
+        this.#drained = undefined;
+        resolve(true);
+      };
+    });
+  }
+
+  #abortPull(): void {
+    this.#pull.abort();
+    this.#pull = new AbortController();
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The dedup set of the frontier: which request fingerprints have been admitted already.
+ * The in-memory one holds every fingerprint in a Set (27-char strings); the frontier work
+ * adds a bounded-memory one (a small in-memory layer in front of LevelDB) and the
+ * distributed work a shared one (Redis / NATS KV) behind this same interface.
+ */
+
+export interface Deduplicator {
+  /**
+   * Mark every fingerprint as seen and say, for each, whether it was new. A fingerprint that
+   * appears twice in one call is new only at its first position. May answer synchronously
+   * (the in-memory set does, to keep the per-page path free of extra promises).
+   */
+  markSeen(fingerprints: readonly string[]): readonly boolean[] | Promise<readonly boolean[]>;
+  /** Distinct fingerprints seen so far. */
+  size(): number | Promise<number>;
+  close(): Promise<void>;
+}
+
+export class MemoryDeduplicator implements Deduplicator {
+  readonly #seen = new Set<string>();
+
+  markSeen(fingerprints: readonly string[]): boolean[] {
+    const out = new Array<boolean>(fingerprints.length);
+    for (let i = 0; i < fingerprints.length; i++) {
+      const fp = fingerprints[i]!;
+      const fresh = !this.#seen.has(fp);
+      if (fresh) this.#seen.add(fp);
+      out[i] = fresh;
+    }
+    return out;
+  }
+
+  size(): number {
+    return this.#seen.size;
+  }
+
+  async close(): Promise<void> {
+    this.#seen.clear();
+  }
+}
+
+export function createMemoryDeduplicator(): Deduplicator {
+  return new MemoryDeduplicator();
+}

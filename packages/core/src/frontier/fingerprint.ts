@@ -1,0 +1,106 @@
+/**
+ * Request fingerprints: the dedup key of a request and the first half of every item's
+ * `itemId`. Two requests that fetch the same resource get the same fingerprint:
+ *
+ *   fingerprint = base64url(sha1( METHOD '\n' normalizedUrl '\n' body ))
+ *
+ * URL normalization (what "the same URL" means):
+ *   - scheme and host lower-case (WHATWG URL parsing already does this and punycodes IDNs);
+ *   - the default port dropped (http :80, https :443);
+ *   - the fragment dropped (it never reaches the server);
+ *   - an empty path becomes '/';
+ *   - optionally, query parameters sorted by name (stable, so equal names keep their order)
+ *     and parameters removed by name (tracking parameters such as utm_source).
+ *
+ * sha1 is used for speed and spread, not for security; a collision costs one skipped page.
+ */
+import { hash } from 'node:crypto';
+import { InvalidUrlError } from '../errors.js';
+import { PARSED_URL, type Request } from '../model/request.js';
+
+export interface FingerprintOptions {
+  /** Sort query parameters by name before hashing, so `?a=1&b=2` equals `?b=2&a=1`. @default false */
+  sortQuery?: boolean;
+  /** Query parameter names to drop before hashing (exact names, case-sensitive). @default [] */
+  stripParams?: readonly string[];
+}
+
+/**
+ * Parse `url` as an absolute http(s) URL, or throw InvalidUrlError. `base` resolves relative
+ * URLs (a response URL for `cx.follow`).
+ */
+export function parseHttpUrl(url: string, base?: string): URL {
+  let parsed: URL;
+  try {
+    parsed = base === undefined ? new URL(url) : new URL(url, base);
+  } catch (err) {
+    throw new InvalidUrlError(url, base === undefined ? 'not an absolute URL' : 'cannot be resolved', {
+      cause: err,
+    });
+  }
+  // Checked on href (one string the URL already holds) rather than through getters that slice
+  // a new string per call: this runs for every link a crawl sees. http(s) URLs always have a
+  // host (WHATWG parsing rejects them otherwise).
+  const href = parsed.href;
+  if (!href.startsWith('http://') && !href.startsWith('https://')) {
+    throw new InvalidUrlError(
+      url,
+      `unsupported scheme '${parsed.protocol.slice(0, -1)}' (only http and https)`,
+    );
+  }
+  return parsed;
+}
+
+/** The normalized form of an absolute http(s) URL (see the module comment). Throws InvalidUrlError. */
+export function normalizeUrl(url: string | URL, options: FingerprintOptions = {}): string {
+  return normalizeParsedUrl(typeof url === 'string' ? parseHttpUrl(url) : url, options);
+}
+
+/** Like {@link normalizeUrl}, for a URL already parsed (and checked). Does not modify `parsed`. */
+export function normalizeParsedUrl(parsed: URL, options: FingerprintOptions = {}): string {
+  const href = parsed.href;
+  // WHATWG URL already lower-cases scheme and host and drops default ports; the fragment is ours to drop.
+  if ((options.sortQuery || (options.stripParams?.length ?? 0) > 0) && parsed.search.length > 1) {
+    const copy = new URL(href);
+    copy.hash = '';
+    const params = copy.searchParams;
+    for (const name of options.stripParams ?? []) params.delete(name);
+    if (options.sortQuery) params.sort();
+    // URLSearchParams re-serializes ('+' for spaces): only touch `search` when asked to.
+    copy.search = params.toString();
+    return copy.href;
+  }
+  const hashAt = href.indexOf('#');
+  return hashAt < 0 ? href : href.slice(0, hashAt);
+}
+
+/**
+ * The parsed URL of a request, parsed at most once: `cx.follow` leaves the URL it resolved on
+ * the request, and admission and the downloader reuse it while `request.url` is unchanged.
+ * Throws InvalidUrlError.
+ */
+export function requestUrl(request: Request): URL {
+  const cached = request[PARSED_URL];
+  if (cached !== undefined && cached.href === request.url) return cached;
+  const parsed = parseHttpUrl(request.url);
+  request[PARSED_URL] = parsed;
+  return parsed;
+}
+
+/** The fingerprint of a request: method, normalized URL and body (see the module comment). */
+export function fingerprintRequest(request: Request, options: FingerprintOptions = {}): string {
+  return fingerprintParts(request.method, normalizeUrl(request.url, options), request.body);
+}
+
+/** Fingerprint from parts already normalized (the frontier calls this with a URL it parsed once). */
+export function fingerprintParts(
+  method: string,
+  normalizedUrl: string,
+  body: string | Uint8Array | undefined,
+): string {
+  if (body === undefined || body.length === 0)
+    return hash('sha1', `${method}\n${normalizedUrl}`, 'base64url');
+  if (typeof body === 'string') return hash('sha1', `${method}\n${normalizedUrl}\n${body}`, 'base64url');
+  const head = Buffer.from(`${method}\n${normalizedUrl}\n`);
+  return hash('sha1', Buffer.concat([head, body]), 'base64url');
+}

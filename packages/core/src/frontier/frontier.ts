@@ -1,0 +1,128 @@
+/**
+ * The frontier's admission step: every request a `generate` produces passes here on its way
+ * to the `request` topic. In one place it
+ *
+ *   1. validates the URL (absolute http/https; else InvalidUrlError, reported, crawl goes on),
+ *   2. computes the fingerprint (normalized URL + method + body, `fingerprint.ts`),
+ *   3. drops requests deeper than `maxDepth`,
+ *   4. drops duplicates (the {@link Deduplicator}; `skipDedup` requests bypass it),
+ *   5. drops what exceeds `maxPages` (counted on admissions, so retries never use budget).
+ *
+ * Retries do not come through here: the error stage republishes the admitted request as is.
+ *
+ * Known gap, for the crash-safety work: a request is marked seen before it is published, so
+ * a process killed between the two loses that request on a persistent queue (its redelivered
+ * parent finds it "seen"). In memory nothing survives a kill anyway.
+ */
+import type { MocraError } from '../errors.js';
+import type { Request } from '../model/request.js';
+import { createMemoryDeduplicator, type Deduplicator } from './dedup.js';
+import { type FingerprintOptions, fingerprintParts, normalizeParsedUrl, requestUrl } from './fingerprint.js';
+import { type DownloadGate, OPEN_GATE } from './gate.js';
+
+export interface FrontierOptions {
+  /** How URLs are normalized for fingerprints (query sorting, stripped parameters). */
+  fingerprint?: FingerprintOptions;
+  /** Drop requests whose fingerprint was seen before. @default true */
+  dedup?: boolean;
+  /** Where seen fingerprints are kept. @default an in-memory set */
+  deduplicator?: Deduplicator;
+  /** Requests deeper than this (seeds are depth 0) are dropped. @default Infinity */
+  maxDepth?: number;
+  /** At most this many requests are admitted over the run (retries do not count). @default Infinity */
+  maxPages?: number;
+  /** Politeness gate in front of the downloader. @default OPEN_GATE */
+  gate?: DownloadGate;
+}
+
+export interface AdmissionResult {
+  /** In input order, each with `fingerprint` set. */
+  admitted: Request[];
+  /** Requests whose URL was unusable, with the typed error to report. */
+  invalid: { request: Request; error: MocraError }[];
+}
+
+export interface FrontierStats {
+  admitted: number;
+  duplicates: number;
+  overDepth: number;
+  overLimit: number;
+  invalid: number;
+}
+
+export class Frontier {
+  readonly gate: DownloadGate;
+  readonly #fingerprint: FingerprintOptions;
+  readonly #dedup: boolean;
+  readonly #seen: Deduplicator;
+  readonly #maxDepth: number;
+  readonly #maxPages: number;
+  readonly #stats: FrontierStats = { admitted: 0, duplicates: 0, overDepth: 0, overLimit: 0, invalid: 0 };
+
+  constructor(options: FrontierOptions = {}) {
+    this.gate = options.gate ?? OPEN_GATE;
+    this.#fingerprint = options.fingerprint ?? {};
+    this.#dedup = options.dedup ?? true;
+    this.#seen = options.deduplicator ?? createMemoryDeduplicator();
+    this.#maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
+    this.#maxPages = options.maxPages ?? Number.POSITIVE_INFINITY;
+  }
+
+  stats(): Readonly<FrontierStats> {
+    return this.#stats;
+  }
+
+  /** Admit requests (see the module comment). Order is kept. */
+  async admit(requests: readonly Request[]): Promise<AdmissionResult> {
+    const candidates: Request[] = [];
+    const invalid: AdmissionResult['invalid'] = [];
+    for (const request of requests) {
+      try {
+        const parsed = requestUrl(request);
+        if (request.depth > this.#maxDepth) {
+          this.#stats.overDepth++;
+          continue;
+        }
+        request.fingerprint = fingerprintParts(
+          request.method,
+          normalizeParsedUrl(parsed, this.#fingerprint),
+          request.body,
+        );
+        candidates.push(request);
+      } catch (err) {
+        this.#stats.invalid++;
+        invalid.push({ request, error: err as MocraError });
+      }
+    }
+    let fresh: readonly boolean[] | undefined;
+    if (this.#dedup && candidates.length > 0) {
+      const keys: string[] = [];
+      for (const r of candidates) if (!r.skipDedup) keys.push(r.dedupKey ?? r.fingerprint!);
+      const answer = keys.length > 0 ? this.#seen.markSeen(keys) : [];
+      fresh = answer instanceof Promise ? await answer : answer;
+    }
+    const admitted: Request[] = [];
+    let k = 0;
+    for (const request of candidates) {
+      if (fresh && !request.skipDedup && !fresh[k++]) {
+        this.#stats.duplicates++;
+        continue;
+      }
+      if (this.#stats.admitted >= this.#maxPages) {
+        this.#stats.overLimit++;
+        continue;
+      }
+      this.#stats.admitted++;
+      admitted.push(request);
+    }
+    return { admitted, invalid };
+  }
+
+  async close(): Promise<void> {
+    await this.#seen.close();
+  }
+}
+
+export function createFrontier(options: FrontierOptions = {}): Frontier {
+  return new Frontier(options);
+}

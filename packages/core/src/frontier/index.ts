@@ -1,0 +1,15 @@
+export type { Deduplicator } from './dedup.js';
+export { createMemoryDeduplicator, MemoryDeduplicator } from './dedup.js';
+export type { FingerprintOptions } from './fingerprint.js';
+export {
+  fingerprintParts,
+  fingerprintRequest,
+  normalizeParsedUrl,
+  normalizeUrl,
+  parseHttpUrl,
+  requestUrl,
+} from './fingerprint.js';
+export type { AdmissionResult, FrontierOptions, FrontierStats } from './frontier.js';
+export { createFrontier, Frontier } from './frontier.js';
+export type { DownloadGate, DownloadOutcome, GateDecision } from './gate.js';
+export { OPEN_GATE } from './gate.js';

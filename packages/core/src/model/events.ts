@@ -1,0 +1,102 @@
+/**
+ * The messages that cross the stage boundaries (DESIGN.md §2). Each boundary is one topic of
+ * the queue backend:
+ *
+ * ```
+ *  topic         payload       produced by                     consumed by (stage)
+ *  task          TaskEvent     seeding, submit()               task        → generate of entry nodes
+ *  request       Request       generate (after admission)      download
+ *  response      Response      download                        parse
+ *  parser_task   FollowUpTask  parse (cx.follow …)             parserTask  → generate of the target node
+ *  error         ErrorEvent    any stage that failed           error       → policy: retry / dead-letter
+ * ```
+ *
+ * In memory, payloads are passed by reference; a serializing backend round-trips them through
+ * `Request.from` / `Response.from` (the engine calls those on every consumed payload).
+ */
+import type { MocraError } from '../errors.js';
+import type { Request, RequestData } from './request.js';
+
+export const TOPICS = {
+  task: 'task',
+  request: 'request',
+  response: 'response',
+  parserTask: 'parser_task',
+  error: 'error',
+} as const;
+
+export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
+
+/** The five worker pools of the engine, one per topic. */
+export type StageName = 'task' | 'download' | 'parse' | 'parserTask' | 'error';
+
+export const STAGE_TOPICS: Readonly<Record<StageName, TopicName>> = Object.freeze({
+  task: TOPICS.task,
+  download: TOPICS.request,
+  parse: TOPICS.response,
+  parserTask: TOPICS.parserTask,
+  error: TOPICS.error,
+});
+
+/** Starts a run of a module: its entry nodes' `generate` runs (a spider's `start`). */
+export interface TaskEvent {
+  module: string;
+  runId: string;
+  /** Partition key on distributed queues. @default undefined (one partition) */
+  account?: string;
+  platform?: string;
+  /** Free-form parameters handed to `generate`. */
+  params?: Record<string, unknown>;
+  /** Queue priority of the task message. @default 0 */
+  priority?: number;
+}
+
+/**
+ * Work a parse handed on: to the same node (the default), a named node, or another module.
+ * A follow-up that carries requests is fulfilled by them (they go through admission to the
+ * `request` topic); one without requests runs the target node's `generate` with its `meta`.
+ */
+export interface FollowUpTask {
+  module: string;
+  node: string;
+  runId: string;
+  account?: string;
+  requests: (Request | RequestData)[];
+  meta: Record<string, unknown>;
+  /** Depth of the response whose parse produced this follow-up, plus one. */
+  depth: number;
+  /** Fingerprint of that response's request. */
+  parent?: string;
+}
+
+/**
+ * A failure, reported once on `mocra:engine:error` and handed to the failure policy, which
+ * decides: republish `payload` to `topic` after a delay, or dead-letter this event (the DLQ of
+ * the `error` topic then holds the payload, the error, the stage and the attempt count).
+ */
+export interface ErrorEvent {
+  stage: StageName;
+  /** The topic `payload` came from (and goes back to on retry). */
+  topic: TopicName;
+  payload: unknown;
+  /** The typed error (by reference in memory). Use `code`/`message` for anything serialized. */
+  error: MocraError;
+  code: string;
+  message: string;
+  retryable: boolean;
+  /** Failures of this piece of work so far, this one included (1 on the first failure). */
+  attempt: number;
+  /** The delay the failure asked for: a RetryLaterError's `delayMs` or a Retry-After header. */
+  retryAfterMs?: number;
+  module?: string;
+  node?: string;
+  url?: string;
+  /** Epoch ms. */
+  at: number;
+  /** Queue priority and partition key of the failed message, kept for the retry. */
+  priority: number;
+  key?: string;
+}
+
+/** Message header that counts failures of a piece of work across retries. */
+export const ATTEMPT_HEADER = 'mocra-attempt';

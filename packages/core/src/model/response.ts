@@ -1,0 +1,184 @@
+/**
+ * A downloaded response: what `parse` receives and the payload of the `response` topic.
+ *
+ * Bodies are held as bytes; `text()` decodes them once (charset sniffed like a browser does,
+ * see `charset.ts`) and caches the string; `$` parses the HTML only when first touched and
+ * caches the document, so a parse that reads `json()` never pays for an HTML parser.
+ */
+import { createRequire } from 'node:module';
+import type { CheerioAPI } from 'cheerio';
+import { TextDecodingError } from '../errors.js';
+import { type DetectedCharset, decodeText, detectCharset } from './charset.js';
+import { Request, type RequestData } from './request.js';
+
+/** One hop of a redirect chain. */
+export interface RedirectHop {
+  /** The URL that answered with a redirect. */
+  url: string;
+  status: number;
+  /** Where it pointed (absolute). */
+  location: string;
+}
+
+/** Response headers as undici delivers them: lower-case names; repeated headers (set-cookie) as arrays. */
+export type ResponseHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+export interface ResponseInit {
+  /** The final URL, after redirects. */
+  url: string;
+  status: number;
+  headers: ResponseHeaders;
+  body: Uint8Array;
+  request: Request;
+  redirects?: readonly RedirectHop[];
+  /** Milliseconds from sending the request to the last body byte. */
+  durationMs?: number;
+}
+
+/** The serializable shape of a {@link Response}. */
+export interface ResponseData {
+  url: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Raw bytes, or `{ base64 }` after a JSON round trip. */
+  body: Uint8Array | { base64: string };
+  request: Request | RequestData;
+  redirects?: RedirectHop[];
+  durationMs?: number;
+}
+
+export interface TextOptions {
+  /** Throw TextDecodingError on bytes that are invalid in the charset instead of replacing them. @default false */
+  fatal?: boolean;
+  /** Decode as this charset instead of the detected one. */
+  charset?: string;
+}
+
+const requireCjs = createRequire(import.meta.url);
+let loadHtml: ((html: string) => CheerioAPI) | undefined;
+
+/** cheerio is loaded on first use of `$`: a crawl that never touches `$` never loads it. */
+function cheerioLoad(html: string): CheerioAPI {
+  if (!loadHtml) {
+    // The slim build parses with htmlparser2 only (fast, lenient) instead of parse5.
+    const cheerio = requireCjs('cheerio/slim') as { load: (html: string) => CheerioAPI };
+    loadHtml = cheerio.load;
+  }
+  return loadHtml(html);
+}
+
+export class Response {
+  /** The final URL (after redirects). Relative links resolve against it. */
+  readonly url: string;
+  readonly status: number;
+  readonly headers: ResponseHeaders;
+  /** The decoded (decompressed) body bytes. */
+  readonly body: Uint8Array;
+  /** The request that produced this response (its meta, method, depth…). */
+  readonly request: Request;
+  /** Every redirect followed on the way to `url`, in order; empty when there was none. */
+  readonly redirects: readonly RedirectHop[];
+  readonly durationMs: number;
+  #charset: DetectedCharset | undefined;
+  #text: string | undefined;
+  #dom: CheerioAPI | undefined;
+
+  constructor(init: ResponseInit) {
+    this.url = init.url;
+    this.status = init.status;
+    this.headers = init.headers;
+    this.body = init.body;
+    this.request = init.request;
+    this.redirects = init.redirects ?? [];
+    this.durationMs = init.durationMs ?? 0;
+  }
+
+  /** True for 2xx. */
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  /** A header by (case-insensitive) name; repeated headers are joined with ', '. */
+  header(name: string): string | undefined {
+    const value = this.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  /** The MIME type of Content-Type, lower-case, without parameters ('text/html'). */
+  get contentType(): string | undefined {
+    const value = this.header('content-type');
+    return value === undefined ? undefined : value.split(';', 1)[0]!.trim().toLowerCase();
+  }
+
+  /** The charset `text()` decodes with (BOM, then Content-Type, then `<meta>`, else utf-8). */
+  get charset(): string {
+    return this.#detect().charset;
+  }
+
+  /** The body as a string, decoded with the detected charset. Cached (unless options are given). */
+  text(options?: TextOptions): string {
+    if (options === undefined || (!options.fatal && options.charset === undefined)) {
+      if (this.#text === undefined) {
+        const { charset, bomLength } = this.#detect();
+        this.#text = decodeText(this.body, charset, bomLength);
+      }
+      return this.#text;
+    }
+    const detected = this.#detect();
+    const charset = options.charset ?? detected.charset;
+    const bomLength = options.charset === undefined ? detected.bomLength : 0;
+    try {
+      return decodeText(this.body, charset, bomLength, options.fatal ?? false);
+    } catch (err) {
+      throw new TextDecodingError(this.url, charset, { cause: err });
+    }
+  }
+
+  /** `JSON.parse(text())`. Throws a SyntaxError for a body that is not JSON. */
+  json<T = unknown>(): T {
+    return JSON.parse(this.text()) as T;
+  }
+
+  /** The body parsed as HTML for CSS selection (cheerio). Parsed on first access, then cached. */
+  get $(): CheerioAPI {
+    this.#dom ??= cheerioLoad(this.text());
+    return this.#dom;
+  }
+
+  #detect(): DetectedCharset {
+    this.#charset ??= detectCharset(this.body, this.header('content-type'));
+    return this.#charset;
+  }
+
+  toJSON(): ResponseData {
+    return {
+      url: this.url,
+      status: this.status,
+      headers: { ...this.headers },
+      body: {
+        base64: Buffer.from(this.body.buffer, this.body.byteOffset, this.body.length).toString('base64'),
+      },
+      request: this.request.toJSON(),
+      redirects: [...this.redirects],
+      durationMs: this.durationMs,
+    };
+  }
+
+  /** The response itself when it already is one, else one rebuilt from its serialized form. */
+  static from(value: Response | ResponseData): Response {
+    if (value instanceof Response) return value;
+    const body =
+      value.body instanceof Uint8Array
+        ? value.body
+        : new Uint8Array(Buffer.from(value.body.base64, 'base64'));
+    return new Response({
+      url: value.url,
+      status: value.status,
+      headers: value.headers,
+      body,
+      request: Request.from(value.request),
+      ...(value.redirects === undefined ? {} : { redirects: value.redirects }),
+      ...(value.durationMs === undefined ? {} : { durationMs: value.durationMs }),
+    });
+  }
+}

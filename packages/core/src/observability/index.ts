@@ -1,0 +1,12 @@
+export type {
+  DropMessage,
+  ErrorMessage,
+  ItemMessage,
+  RequestMessage,
+  ResponseMessage,
+  RunMessage,
+  StageMessage,
+} from './channels.js';
+export { CHANNEL_NAMES, channels } from './channels.js';
+export type { Logger, LoggerOptions, LogLevel } from './logger.js';
+export { createLogger, resolveLogLevel } from './logger.js';

@@ -1,0 +1,5 @@
+export type { ChannelEntry, ChannelSinkOptions } from './channel-sink.js';
+export { ChannelSink, createChannelSink } from './channel-sink.js';
+export type { JsonlSinkOptions } from './jsonl-sink.js';
+export { createJsonlSink, JsonlSink } from './jsonl-sink.js';
+export { onItem } from './on-item.js';
