@@ -59,6 +59,18 @@ export interface StageMessage {
   phase: 'pause' | 'resume' | 'stop';
 }
 
+/**
+ * `mocra:engine:handler` — a stage handler finished (work aborted by shutdown is not reported):
+ * per-stage throughput and latency for metrics and the dashboard. `runId` names the engine.
+ */
+export interface HandlerMessage {
+  runId: string;
+  stage: StageName;
+  durationMs: number;
+  /** false: the handler threw (the failure goes to the error stage). */
+  ok: boolean;
+}
+
 export const CHANNEL_NAMES = {
   request: 'mocra:downloader:request',
   response: 'mocra:downloader:response',
@@ -67,6 +79,7 @@ export const CHANNEL_NAMES = {
   drop: 'mocra:frontier:drop',
   run: 'mocra:engine:run',
   stage: 'mocra:engine:stage',
+  handler: 'mocra:engine:handler',
 } as const;
 
 export const channels = {
@@ -77,4 +90,5 @@ export const channels = {
   drop: diagnostics_channel.channel(CHANNEL_NAMES.drop),
   run: diagnostics_channel.channel(CHANNEL_NAMES.run),
   stage: diagnostics_channel.channel(CHANNEL_NAMES.stage),
+  handler: diagnostics_channel.channel(CHANNEL_NAMES.handler),
 } as const;

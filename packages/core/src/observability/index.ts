@@ -1,6 +1,7 @@
 export type {
   DropMessage,
   ErrorMessage,
+  HandlerMessage,
   ItemMessage,
   RequestMessage,
   ResponseMessage,

@@ -1,0 +1,45 @@
+export { ApiKeyChecker } from './auth.js';
+export type { ApiConfigOptions } from './config.js';
+export { apiOptionsFromConfig } from './config.js';
+export { dashboardHtml } from './dashboard.js';
+export { describeWork, safeJson, summarizeDeadLetter } from './dlq-view.js';
+export type { EngineApi, EngineApiOptions } from './engine-api.js';
+export { startEngineApi } from './engine-api.js';
+export type { EngineControlPlaneOptions } from './engine-control-plane.js';
+export { createEngineControlPlane, EngineControlPlane } from './engine-control-plane.js';
+export type { ApiErrorBody } from './error-status.js';
+export { API_ERROR_STATUS, errorResponse } from './error-status.js';
+export { openApiDocument } from './openapi.js';
+export type { RateDecision, RateLimiterOptions } from './rate-limit.js';
+export { RateLimiter } from './rate-limit.js';
+export type { RouteId, RouteSpec } from './routes.js';
+export { API_ROUTES } from './routes.js';
+export { apiSchemas } from './schemas.js';
+export type { ApiAddress, ApiServerOptions } from './server.js';
+export { ApiServer, createApiServer, DEFAULT_API_PORT } from './server.js';
+export type {
+  ClusterView,
+  ControlPlane,
+  DlqEntryView,
+  DlqListQuery,
+  DlqPage,
+  DlqResult,
+  DlqSelection,
+  EngineView,
+  HealthView,
+  HostsView,
+  HostView,
+  LogRecordView,
+  LogsView,
+  MemberView,
+  MetricsSource,
+  NodesView,
+  NodeView,
+  PauseView,
+  QueuesView,
+  QueueView,
+  StageView,
+  StartWorkInput,
+  StartWorkResult,
+  SystemView,
+} from './types.js';
