@@ -33,7 +33,7 @@ import {
 import { parseHttpUrl, requestUrl } from '../frontier/fingerprint.js';
 import type { Request } from '../model/request.js';
 import { type RedirectHop, Response } from '../model/response.js';
-import type { Downloader } from './types.js';
+import type { DownloadContext, Downloader } from './types.js';
 import { DEFAULT_USER_AGENT } from './version.js';
 
 export interface HttpDownloaderOptions {
@@ -83,6 +83,8 @@ export function createHttpDownloader(options: HttpDownloaderOptions = {}): HttpD
 
 export class HttpDownloader implements Downloader {
   readonly name = 'http';
+  /** Sends through `context.proxy.dispatcher` when the engine chose a proxy. */
+  readonly usesProxy = true;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #connectTimeoutMs: number;
@@ -124,8 +126,10 @@ export class HttpDownloader implements Downloader {
     }
   }
 
-  async download(request: Request, signal: AbortSignal): Promise<Response> {
+  async download(request: Request, signal: AbortSignal, context?: DownloadContext): Promise<Response> {
     const started = performance.now();
+    // Every hop of a redirect chain goes through the same proxy.
+    const dispatcher = context?.proxy?.dispatcher ?? this.#dispatcher;
     let url = requestUrl(request);
     let method = request.method;
     let body = request.body;
@@ -134,7 +138,7 @@ export class HttpDownloader implements Downloader {
     const redirects: RedirectHop[] = [];
     let seen: Set<string> | undefined;
     for (;;) {
-      const res = await this.#send(url, method, headers, body, request, signal);
+      const res = await this.#send(dispatcher, url, method, headers, body, request, signal);
       const location = REDIRECT_STATUSES.has(res.statusCode) ? headerValue(res.headers.location) : undefined;
       if (location === undefined || maxRedirects === 0) {
         const bytes =
@@ -199,6 +203,7 @@ export class HttpDownloader implements Downloader {
   }
 
   async #send(
+    dispatcher: Dispatcher,
     url: URL,
     method: string,
     headers: Record<string, string>,
@@ -208,11 +213,13 @@ export class HttpDownloader implements Downloader {
   ): Promise<Dispatcher.ResponseData> {
     const timeout = request.timeoutMs;
     try {
-      return await this.#dispatcher.request({
+      return await dispatcher.request({
         origin: url.origin,
         path: url.pathname + url.search,
         method: method as Dispatcher.HttpMethod,
-        headers,
+        // The shared default headers are frozen; undici's ProxyAgent adds `host` to the object
+        // it is given, so a proxied request gets its own copy.
+        headers: dispatcher === this.#dispatcher ? headers : { ...headers },
         body: body ?? null,
         signal,
         headersTimeout: timeout ?? this.#headersTimeoutMs,
