@@ -81,4 +81,17 @@ describe('WebSocket endpoints', () => {
     // A plain GET of a WebSocket route is a 404, not a hang.
     expect((await get(`${site.url}/ws/echo`)).status).toBe(404);
   });
+
+  test('an upgrade to a path with no WebSocket route is refused and does not hold close()', async () => {
+    const own = await startFixtureSite();
+    const s = await session(`${own.url.replace('http:', 'ws:')}/no-such-socket`);
+    // The handshake never completes: undici reports an abnormal closure.
+    expect(s.close.code).toBe(1006);
+    expect(s.messages).toEqual([]);
+    const closed = await Promise.race([
+      own.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(resolve, 5_000, 'still open').unref()),
+    ]);
+    expect(closed).toBe('closed');
+  });
 });

@@ -8,8 +8,10 @@
  * Every listener shares the same handler, so all hosts serve the same content and one tracker
  * sees them all; each request is attributed to the host it arrived on.
  */
+
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyServerFactoryHandler } from 'fastify';
 import { registerCatalogRoutes } from '../catalog/routes.js';
 import { CONTROL_PREFIX, registerControlRoutes } from '../control/routes.js';
@@ -141,14 +143,17 @@ export async function startFixtureSite(options: FixtureSiteOptions = {}): Promis
     },
   });
   const primary = app.server;
-  primary.prependListener(
-    'upgrade',
-    (req: IncomingMessage, socket: { once(e: 'close', fn: () => void): unknown }) => {
-      if (!(cfg.controlRoutes && req.url?.startsWith(CONTROL_PREFIX))) {
-        ctx.tracker.beginUpgrade(req, socket, () => ctx.upgraded.has(req));
-      }
-    },
-  );
+  // Upgraded sockets leave the HTTP server's connection tracking, so neither `server.close()`
+  // nor fastify's `forceCloseConnections` ends them: an upgrade to a path with no WebSocket
+  // route (answered 404 on a kept-alive socket) would otherwise hold `close()` forever.
+  const upgradeSockets = new Set<Duplex>();
+  primary.prependListener('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    upgradeSockets.add(socket);
+    socket.once('close', () => upgradeSockets.delete(socket));
+    if (!(cfg.controlRoutes && req.url?.startsWith(CONTROL_PREFIX))) {
+      ctx.tracker.beginUpgrade(req, socket, () => ctx.upgraded.has(req));
+    }
+  });
 
   registerHomeRoutes(app, ctx);
   registerCatalogRoutes(app, ctx);
@@ -164,6 +169,7 @@ export async function startFixtureSite(options: FixtureSiteOptions = {}): Promis
 
   const extras: http.Server[] = [];
   const closeAll = async (): Promise<void> => {
+    for (const socket of upgradeSockets) socket.destroy();
     await Promise.all(extras.map(closeServer));
     await app.close();
   };
