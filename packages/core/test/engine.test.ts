@@ -496,8 +496,13 @@ describe('Engine: control', () => {
     bad(() => engine({ concurrency: 0 }));
     bad(() => engine({ stages: { parse: -1 } }));
     bad(() => engine().register({ name: '', nodes: [{ id: 'n', parse() {} }] }, collect()));
-    bad(() => engine().register({ name: 'm', nodes: [] }, collect()));
-    bad(() => engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }], entry: ['zz'] }, collect()));
+    // A module whose node graph cannot run is its own code (MOCRA_ERR_INVALID_MODULE).
+    const badModule = (fn: () => unknown) =>
+      expect(fn).toThrow(expect.objectContaining({ code: 'MOCRA_ERR_INVALID_MODULE' }));
+    badModule(() => engine().register({ name: 'm', nodes: [] }, collect()));
+    badModule(() =>
+      engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }], entry: ['zz'] }, collect()),
+    );
     bad(() => engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, {} as DataSink<unknown>));
     const e = engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect());
     bad(() => e.register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect()));

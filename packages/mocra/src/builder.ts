@@ -10,32 +10,107 @@
  * crawl is idle. Each knob writes one field of the engine options, so a new capability is a
  * new method here and a new option there — the existing ones do not change.
  */
+import { readFileSync } from 'node:fs';
 import {
+  apiOptionsFromConfig,
+  applyLiveConfig,
+  ConfigReadError,
+  type ConfigReloadErrorEvent,
+  type ConfigReloadEvent,
+  connectDistributed,
+  createBufferedLogger,
   createEngine,
+  createHostScheduler,
+  createLogBuffer,
+  createMemoryModuleConfigProvider,
+  createMiddlewareManager,
+  createModuleConfigResolver,
+  createRobotsCache,
   type DataSink,
+  type DistributedRuntime,
   type Downloader,
   type Engine,
+  type EngineApiOptions,
+  type EngineCronOptions,
   type EngineOptions,
   type ErrorEvent,
+  engineOptionsFromConfig,
   type FailurePolicy,
   type FrontierOptions,
+  type HostSchedulerOptions,
   type HttpDownloaderOptions,
   InvalidArgumentError,
   type ItemMeta,
+  LiveConfig,
+  type LogBuffer,
   type Logger,
   type LogLevel,
+  type LogRecordLevel,
+  type MemoryModuleConfigData,
+  type Middleware,
+  type MiddlewareManager,
+  type MiddlewareOptions,
+  type MocraConfig,
+  type MocraConfigInput,
+  type MocraMetrics,
   type Module,
   type PolicyDecision,
   type QueueBackend,
+  type RecoveryPolicyOptions,
+  type RobotsCacheOptions,
   type RunSummary,
+  resolveConfig,
   type SimpleRetryPolicyOptions,
   type StageConcurrency,
+  startEngineApi,
+  type WatchdogTimeouts,
 } from '@mocra/core';
+import {
+  type ClusterOptions,
+  type ClusterSettings,
+  clusterSettingsFromConfig,
+  resolveClusterOptions,
+} from './cluster.js';
 import { onItem } from './sinks/on-item.js';
 import { compileSpider, type Spider } from './spider.js';
 
 /** A sink, or a function called per item (the same as `onItem(fn)`). */
 export type SinkLike<TItem> = DataSink<TItem> | ((item: TItem, meta: ItemMeta) => void | Promise<void>);
+
+/** Options of {@link MocraBuilder.dashboard} (the `[api]` config table maps onto them: `apiOptionsFromConfig`). */
+export interface DashboardOptions extends Omit<EngineApiOptions, 'logs' | 'port'> {
+  /** 0 picks a free port (see `onListen`). @default 8905 */
+  port?: number;
+  /**
+   * Service mode: the engine keeps running when no work is left (work arrives through
+   * `/start_work`) until it is stopped by a signal, `.signal()` or the API's caller.
+   * @default false (the run ends when idle and the API closes with it)
+   */
+  keepAlive?: boolean;
+  /** Log records kept for the logs panel. @default 1000 */
+  logBufferSize?: number;
+  /** Lowest level the logs panel records (stderr keeps `.logging()`'s level). @default 'debug' */
+  logLevel?: LogRecordLevel;
+  /** Called once the API listens, with its URL (the real port when `port` is 0). */
+  onListen?: (url: string) => void;
+}
+
+/** Options of {@link MocraBuilder.proxies}. */
+export interface ProxiesOptions {
+  /** Which responses count as "this exit was blocked"; `false`: only errors count. @default 403, 429, captcha titles */
+  blocked?: EngineOptions['blocked'];
+  /** Code options of the pool built from config (clock, undici agent options such as `proxyTls`). */
+  pool?: EngineOptions['proxyPoolOptions'];
+}
+
+/** Options of {@link MocraBuilder.politeness}: the per-host rules, and robots.txt. */
+export interface PolitenessOptions extends Omit<HostSchedulerOptions, 'robots'> {
+  /**
+   * Obey robots.txt: disallowed URLs are dropped (`mocra:frontier:drop`), Crawl-delay spaces
+   * the host's requests. `true`, or the cache's options (product token, TTL…). @default false
+   */
+  robots?: boolean | RobotsCacheOptions;
+}
 
 export interface LoggingOptions {
   /** @default 'warn' ('silent' under a test runner or with MOCRA_DISABLE_LOGS=1) */
@@ -61,6 +136,15 @@ export class Mocra {
 export class MocraBuilder {
   readonly #registrations: Registration[] = [];
   #options: EngineOptions = { handleSignals: true };
+  #middleware: MiddlewareManager | undefined;
+  #configFile: { path: string; watch: boolean } | undefined;
+  #configValues: MocraConfigInput | undefined;
+  #moduleLayers: MemoryModuleConfigData | undefined;
+  #config: MocraConfig | undefined;
+  readonly #configListeners: ((event: ConfigReloadEvent) => void)[] = [];
+  readonly #configErrorListeners: ((event: ConfigReloadErrorEvent) => void)[] = [];
+  #dashboard: DashboardOptions | undefined;
+  readonly #cluster: ClusterSettings = {};
 
   /** Run this spider; its items go to `sink`. Repeatable (names must differ). */
   spider<TItem>(spider: Spider<TItem>, sink: SinkLike<TItem>): this {
@@ -97,14 +181,50 @@ export class MocraBuilder {
     return this.#set({ download: { ...this.#options.download, ...options } });
   }
 
-  /** Replace the default HTTP downloader. */
+  /** Replace the default HTTP downloader (requests that name no downloader use it). */
   defaultDownloader(downloader: Downloader): this {
     return this.#set({ downloader });
+  }
+
+  /**
+   * Register a named downloader (a browser, a WebSocket downloader, your own). A spider, module
+   * or request selects it with `downloader: '<name>'`. Repeatable; names must differ.
+   */
+  downloader(downloader: Downloader): this {
+    return this.#set({ downloaders: [...(this.#options.downloaders ?? []), downloader] });
+  }
+
+  /**
+   * Send requests through a proxy pool: its config (the keys of the TOML `[proxy]` section, in
+   * camelCase or snake_case) or a pool you built with `createProxyPool`. Every outcome is
+   * reported back to the pool; `blocked` says which responses count as a block (default 403,
+   * 429 and captcha pages). A spider, module or request can set `proxy: false` or pin a
+   * provider or tier.
+   */
+  proxies(proxies: NonNullable<EngineOptions['proxies']>, options: ProxiesOptions = {}): this {
+    return this.#set({
+      proxies,
+      ...(options.blocked === undefined ? {} : { blocked: options.blocked }),
+      ...(options.pool === undefined ? {} : { proxyPoolOptions: options.pool }),
+    });
   }
 
   /** Dedup, fingerprint normalization, max pages / max depth, the download gate. */
   frontier(options: FrontierOptions): this {
     return this.#set({ frontier: { ...this.#options.frontier, ...options } });
+  }
+
+  /**
+   * Per-host politeness at the download gate: concurrency per host, a minimum delay with
+   * jitter, an optional autothrottle, 429/503 backoff with Retry-After, and (with `robots`)
+   * robots.txt. docs/crawling.md#politeness
+   */
+  politeness(options: PolitenessOptions = {}): this {
+    const { robots, ...rules } = options;
+    const guard = robots ? createRobotsCache(robots === true ? {} : robots) : undefined;
+    return this.frontier({
+      gate: createHostScheduler({ ...rules, ...(guard === undefined ? {} : { robots: guard }) }),
+    });
   }
 
   /** Retries of the default failure policy (count, backoff, retried statuses). */
@@ -115,6 +235,35 @@ export class MocraBuilder {
   /** Replace the failure policy. */
   policy(policy: FailurePolicy): this {
     return this.#set({ policy });
+  }
+
+  /**
+   * Tune the default failure policy: `[[policy.overrides]]`-style entries (snake_case keys),
+   * error thresholds, circuit breakers (docs/error-handling.md). Later calls merge; overrides add up.
+   */
+  recovery(options: RecoveryPolicyOptions): this {
+    const previous = this.#options.recovery ?? {};
+    return this.#set({
+      recovery: {
+        ...previous,
+        ...options,
+        overrides: [...(previous.overrides ?? []), ...(options.overrides ?? [])],
+      },
+    });
+  }
+
+  /** Deadline of each stage's handlers (a handler past it is aborted and retried); `false`: none. */
+  watchdog(timeouts: WatchdogTimeouts | false): this {
+    return this.#set({ watchdog: timeouts });
+  }
+
+  /**
+   * Make the run crash-safe on this machine: queues, retries, dead letters and the dedup set
+   * live in LevelDB under `dir`. A process killed (even with SIGKILL) and started again with
+   * the same `dir` resumes: nothing acknowledged is lost and finished pages are not fetched again.
+   */
+  persist(dir: string): this {
+    return this.#set({ persist: dir });
   }
 
   /** Put the stage topics on this queue backend (in memory by default). */
@@ -157,23 +306,325 @@ export class MocraBuilder {
     return this.#set(options);
   }
 
+  /**
+   * Serve the control API and the live dashboard while the crawl runs: `GET /` is the
+   * dashboard, `/metrics` the Prometheus families, `/observability/*` the read-only views, and
+   * with an `apiKey` the control endpoints (pause, resume, `/start_work`, dead letters). The
+   * API binds before the engine starts: a port that cannot be bound fails `run()` with
+   * `MOCRA_ERR_API_BIND` and no work is taken. See docs/api-reference.md.
+   */
+  dashboard(port: number | DashboardOptions = {}, options: DashboardOptions = {}): this {
+    this.#dashboard = typeof port === 'number' ? { ...options, port } : { ...port };
+    return this;
+  }
+
+  /**
+   * Run on this queue backend: `redis://host:6379`, `nats://host:4222`, `kafka://host:9092` make
+   * this process one worker of a crawl shared by every process with the same settings (seeded
+   * once, deduplicated and finished cluster-wide; docs/deployment.md). `memory://` is the
+   * default. Unset: `MOCRA_QUEUE`.
+   */
+  queue(url: string): this {
+    this.#cluster.queue = url;
+    return this;
+  }
+
+  /** Coordination of a distributed run: `redis://…` or `local://`. Unset: `MOCRA_COORDINATION`, else the Redis queue's URL. */
+  coordination(url: string): this {
+    this.#cluster.coordination = url;
+    return this;
+  }
+
+  /** Settings of a distributed run: run id, member id, shared politeness, dedup, completion timing. */
+  cluster(options: ClusterOptions): this {
+    this.#cluster.cluster = { ...this.#cluster.cluster, ...options };
+    return this;
+  }
+
+  /**
+   * Add a download, data or store middleware (docs/middleware-guide.md). Global by default; with
+   * `{ global: false }` it runs only where a module's config or a request selects it by name.
+   */
+  middleware(middleware: Middleware, options: MiddlewareOptions = {}): this {
+    this.#middleware ??= createMiddlewareManager();
+    this.#middleware.register(middleware, options);
+    return this;
+  }
+
+  /**
+   * Take settings from a TOML file (docs/configuration.md), validated at build; keys given in
+   * code (`.config()`) and `MOCRA_*` variables win over it. With `watch` (the default) the file
+   * is reloaded while the run lasts and its live keys apply at once. Unlike upstream, a file
+   * does not switch auto-seeding off (`crawler.auto_seed` does).
+   */
+  fromToml(path: string, options: { watch?: boolean } = {}): this {
+    this.#configFile = { path, watch: options.watch ?? true };
+    this.#config = undefined;
+    return this;
+  }
+
+  /** Settings in code, with the keys of config.toml (docs/configuration.md). Wins over the file. */
+  config(values: MocraConfigInput): this {
+    this.#configValues = values;
+    this.#config = undefined;
+    return this;
+  }
+
+  /**
+   * Module-config layers in code (module, account, platform, relations; no database needed).
+   * config.toml's `[modules]`, `[accounts]` and `[platforms]` tables win over them.
+   */
+  moduleConfig(layers: MemoryModuleConfigData): this {
+    this.#moduleLayers = layers;
+    return this;
+  }
+
+  /** Cron options: a clock (a ManualClock in tests), the misfire tolerance, a partition gate, or `enabled: false`. */
+  cron(options: EngineCronOptions): this {
+    return this.#set({ cron: { ...this.#options.cron, ...options } });
+  }
+
+  /** Called after a reload of the `.fromToml()` file changed something. */
+  onConfigChange(listener: (event: ConfigReloadEvent) => void): this {
+    this.#configListeners.push(listener);
+    return this;
+  }
+
+  /** Called when a reload of the `.fromToml()` file failed (the last good config stays). */
+  onConfigError(listener: (event: ConfigReloadErrorEvent) => void): this {
+    this.#configErrorListeners.push(listener);
+    return this;
+  }
+
   /** The engine, with every spider registered, not yet running (for `stats()`, `pause()`, `stop()`). */
   build(): Engine {
+    if (this.#distributed() !== undefined) {
+      throw new InvalidArgumentError(
+        'a distributed run (a queue other than memory://) connects first: use run(), or buildDistributed()',
+      );
+    }
+    return this.#assemble().engine;
+  }
+
+  /**
+   * For a distributed run: connect (queue, coordination, shared dedup and budget) and build the
+   * engine. `run()` runs it as one worker of the cluster; `close()` the connections after.
+   */
+  async buildDistributed(): Promise<{
+    engine: Engine;
+    runtime: DistributedRuntime;
+    run(): Promise<RunSummary>;
+  }> {
+    const options = this.#distributed();
+    if (options === undefined)
+      throw new InvalidArgumentError('no distributed queue configured: call .queue(url)');
+    const runtime = await connectDistributed(options);
+    try {
+      const { engine } = this.#assemble(runtime);
+      return { engine, runtime, run: () => runtime.run(engine) };
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
+
+  #distributed() {
+    const config = this.#resolvedConfig();
+    const namespace = this.#options.namespace ?? config?.name;
+    // `[channel_config]` of a `.fromToml()`/`.config()` config, under what the builder set.
+    const fromConfig = config === undefined ? {} : clusterSettingsFromConfig(config);
+    return resolveClusterOptions({
+      ...fromConfig,
+      ...this.#cluster,
+      cluster: { ...fromConfig.cluster, ...this.#cluster.cluster },
+      ...(namespace === undefined ? {} : { namespace }),
+    });
+  }
+
+  /**
+   * Build and run until the crawl is idle (or stopped); resolves with the run summary. With
+   * `.dashboard()`, the API is up before the first task is taken and closes after the run.
+   */
+  async run(): Promise<RunSummary> {
+    const distributed = this.#distributed();
+    const runtime = distributed === undefined ? undefined : await connectDistributed(distributed);
+    try {
+      return await this.#runOn(runtime);
+    } finally {
+      await runtime?.close();
+    }
+  }
+
+  async #runOn(runtime: DistributedRuntime | undefined): Promise<RunSummary> {
+    const { engine, logs, metricsRef } = this.#assemble(runtime);
+    // Names a config layer selects (middleware) must exist: a typo fails here, not per request.
+    await engine.modules.validateAll();
+    const live = this.#watchConfig(engine);
+    const runEngine = async () => {
+      try {
+        return await (runtime === undefined ? engine.run() : runtime.run(engine));
+      } finally {
+        live?.close();
+      }
+    };
+    const dashboard = this.#effectiveDashboard();
+    if (dashboard === undefined) return runEngine();
+    const {
+      keepAlive: _keepAlive,
+      logBufferSize: _size,
+      logLevel: _level,
+      onListen,
+      ...apiOptions
+    } = dashboard;
+    const api = await startEngineApi(engine, { ...apiOptions, ...(logs === undefined ? {} : { logs }) });
+    metricsRef.current = api.metrics;
+    engine.log.info({ url: api.url }, 'dashboard listening');
+    onListen?.(api.url);
+    try {
+      return await runEngine();
+    } finally {
+      await api.close();
+    }
+  }
+
+  #assemble(runtime?: DistributedRuntime): {
+    engine: Engine;
+    logs: LogBuffer | undefined;
+    metricsRef: { current: MocraMetrics | undefined };
+  } {
     if (this.#registrations.length === 0) {
       throw new InvalidArgumentError('nothing to run: add a spider with .spider(spider, sink)');
     }
-    const engine = createEngine(this.#options);
+    const metricsRef: { current: MocraMetrics | undefined } = { current: undefined };
+    let options = this.#withConfig(this.#options);
+    let logs: LogBuffer | undefined;
+    const dashboard = this.#effectiveDashboard();
+    if (dashboard !== undefined) {
+      if (dashboard.keepAlive === true) options = { ...options, endWhenIdle: false };
+      // The logs panel is fed by a second pino stream; a logger passed to .logging() is used as
+      // is (add `buffer.destination` to its streams yourself to fill the panel).
+      logs = createLogBuffer({
+        ...(dashboard.logBufferSize === undefined ? {} : { capacity: dashboard.logBufferSize }),
+        onRecord: (level) => metricsRef.current?.inc('logEvents', { sink: 'buffer', level }),
+        onDrop: (reason) =>
+          metricsRef.current?.inc('logDropped', { sink: 'buffer', level: 'unknown', reason }),
+      });
+      if (options.logger === undefined) {
+        options = {
+          ...options,
+          logger: createBufferedLogger({
+            buffer: logs,
+            ...(options.logLevel === undefined ? {} : { level: options.logLevel }),
+            ...(dashboard.logLevel === undefined ? {} : { bufferLevel: dashboard.logLevel }),
+          }),
+        };
+      }
+    }
+    if (runtime !== undefined) options = runtime.engineOptions(options);
+    const engine = createEngine(options);
     for (const { module, sink } of this.#registrations) engine.register(module, sink);
-    return engine;
-  }
-
-  /** Build and run until the crawl is idle (or stopped); resolves with the run summary. */
-  run(): Promise<RunSummary> {
-    return this.build().run();
+    return { engine, logs, metricsRef };
   }
 
   #set(options: EngineOptions): this {
     this.#options = { ...this.#options, ...options };
     return this;
+  }
+
+  /** The config from `.fromToml()` / `.config()` / `MOCRA_*`, read and validated once. */
+  #resolvedConfig(): MocraConfig | undefined {
+    if (this.#configFile === undefined && this.#configValues === undefined) return undefined;
+    if (this.#config === undefined) {
+      let toml: string | undefined;
+      if (this.#configFile !== undefined) {
+        try {
+          toml = readFileSync(this.#configFile.path, 'utf8');
+        } catch (err) {
+          throw new ConfigReadError(this.#configFile.path, { cause: err });
+        }
+      }
+      this.#config = resolveConfig({
+        ...(toml === undefined ? {} : { toml, file: this.#configFile!.path }),
+        ...(this.#configValues === undefined ? {} : { values: this.#configValues }),
+      });
+    }
+    return this.#config;
+  }
+
+  /** Engine options from the config, under the options set by the typed builder methods. */
+  #withConfig(options: EngineOptions): EngineOptions {
+    const config = this.#resolvedConfig();
+    const layers = this.#moduleLayers;
+    const middleware = this.#middleware === undefined ? {} : { middleware: this.#middleware };
+    if (config === undefined) {
+      const moduleConfig =
+        layers === undefined
+          ? {}
+          : {
+              moduleConfig: createModuleConfigResolver({
+                provider: createMemoryModuleConfigProvider(layers),
+              }),
+            };
+      return { ...moduleConfig, ...middleware, ...options };
+    }
+    const base = {
+      ...engineOptionsFromConfig(config, layers === undefined ? {} : { moduleLayers: layers }),
+      // `[proxy]`: the proxy pool (docs/proxies.md), unless `.proxies()` set one.
+      ...(config.proxy === undefined ? {} : { proxies: config.proxy }),
+    };
+    // `.concurrency(n)` sizes the download stage; the config's own size must not shadow it.
+    const stages = {
+      ...base.stages,
+      ...(options.concurrency === undefined ? {} : { download: options.concurrency }),
+    };
+    return {
+      ...base,
+      ...middleware,
+      ...options,
+      stages: { ...stages, ...options.stages },
+      download: { ...base.download, ...options.download },
+      frontier: { ...base.frontier, ...options.frontier },
+      retry: { ...base.retry, ...options.retry },
+      cron: { ...base.cron, ...options.cron },
+    };
+  }
+
+  /** `.dashboard()` settings, else the config's `[api]` table when it enables the API. */
+  #effectiveDashboard(): DashboardOptions | undefined {
+    if (this.#dashboard !== undefined) return this.#dashboard;
+    const config = this.#resolvedConfig();
+    const api = config === undefined ? undefined : apiOptionsFromConfig(config);
+    return api === undefined ? undefined : { ...api };
+  }
+
+  /** Watches the `.fromToml()` file while the engine runs and applies live keys (docs/configuration.md#hot-reload). */
+  #watchConfig(engine: Engine): LiveConfig | undefined {
+    const file = this.#configFile;
+    const config = this.#config;
+    if (file === undefined || !file.watch || config === undefined) return undefined;
+    const layers = this.#moduleLayers;
+    const live = new LiveConfig(
+      { file: file.path, ...(this.#configValues === undefined ? {} : { values: this.#configValues }) },
+      config,
+    );
+    live.onChange((event) => {
+      const applied = applyLiveConfig(
+        engine,
+        event.config,
+        event.applied,
+        layers === undefined ? {} : { moduleLayers: layers },
+      );
+      engine.log.info(
+        { applied, restartRequired: event.restartRequired.map((c) => c.key) },
+        'config reloaded',
+      );
+      for (const listener of this.#configListeners) listener(event);
+    });
+    live.onError((event) => {
+      engine.log.error({ err: event.error }, 'config reload failed; the last good config stays');
+      for (const listener of this.#configErrorListeners) listener(event);
+    });
+    live.watch();
+    return live;
   }
 }

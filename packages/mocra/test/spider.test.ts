@@ -66,7 +66,7 @@ describe('defineSpider', () => {
   test('compiles to a one-node module', () => {
     const mod = compileSpider(defineSpider({ name: 'one', startUrls: ['http://a.test/'], parse() {} }));
     expect(mod.name).toBe('one');
-    expect(mod.nodes.map((n) => n.id)).toEqual(['spider']);
+    expect(mod.nodes?.map((n) => n.id)).toEqual(['spider']);
   });
 });
 

@@ -33,6 +33,14 @@
  * stage settles a message — there is no idle timer.
  */
 import { randomUUID } from 'node:crypto';
+import type { ModuleConfigResolver } from '../config/module-config.js';
+import type { Coordination } from '../coordination/types.js';
+import type { BlockedDetectionOptions } from '../downloader/blocked.js';
+import {
+  DownloadRouter,
+  type DownloadRouterOptions,
+  type ModuleDownloadSettings,
+} from '../downloader/download-router.js';
 import { createHttpDownloader, type HttpDownloaderOptions } from '../downloader/http-downloader.js';
 import type { Downloader } from '../downloader/types.js';
 import {
@@ -45,12 +53,13 @@ import {
   isMocraError,
   type MocraError,
   ParseFailedError,
-  RetryLaterError,
   SinkFailedError,
   UnknownModuleError,
 } from '../errors.js';
-import { fingerprintRequest } from '../frontier/fingerprint.js';
+import { TieredDeduplicator } from '../frontier/dedup/tiered-deduplicator.js';
+import { fingerprintRequest, requestUrl } from '../frontier/fingerprint.js';
 import { Frontier, type FrontierOptions, type FrontierStats } from '../frontier/frontier.js';
+import type { MiddlewareManager } from '../middleware/manager.js';
 import {
   ATTEMPT_HEADER,
   type ErrorEvent,
@@ -64,20 +73,34 @@ import {
 import type { DataSink, ItemMeta } from '../model/item.js';
 import { Request, type RequestData } from '../model/request.js';
 import { Response } from '../model/response.js';
+import { scheduleModuleCrons } from '../module/cron-jobs.js';
 import { ParseContext } from '../module/parse-context.js';
 import { ModuleRegistry, type RegisteredModule } from '../module/registry.js';
-import { type RouteTarget, routeFollowUp } from '../module/router.js';
+import { type JoinReady, RunLedger } from '../module/run-ledger.js';
+import {
+  DEFAULT_ACCOUNT,
+  DEFAULT_PLATFORM,
+  ModuleRuntime,
+  type ModuleRuntimeStats,
+  type ModuleScope,
+} from '../module/runtime.js';
 import type { GenerateContext, GenerateOutput, Module, ModuleNode } from '../module/types.js';
 import { channels } from '../observability/channels.js';
 import { createLogger, type Logger, type LogLevel } from '../observability/logger.js';
-import {
-  parseRetryAfter,
-  SimpleRetryPolicy,
-  type SimpleRetryPolicyOptions,
-} from '../policy/simple-retry-policy.js';
-import type { FailurePolicy, PolicyDecision } from '../policy/types.js';
+import { parseRetryAfterMs } from '../policy/backoff.js';
+import type { BreakerScope, BreakerSnapshot, BreakerState } from '../policy/circuit-breakers.js';
+import type { RecoveryPolicyOptions } from '../policy/recovery-policy.js';
+import type { SimpleRetryPolicyOptions } from '../policy/simple-retry-policy.js';
+import type { FailurePolicy, PolicyDecision, WorkScope } from '../policy/types.js';
+import { LevelQueueBackend } from '../queue/leveldb-queue.js';
 import { createMemoryQueueBackend } from '../queue/memory-queue.js';
 import type { Delivery, LeaseQueue, PublishMessage, QueueBackend, TopicOptions } from '../queue/types.js';
+import type { Clock } from '../schedule/clock.js';
+import { CronScheduler } from '../schedule/scheduler.js';
+import type { SessionStore } from '../session/session.js';
+import { type EngineDeadLetters, REPLAYED_HEADER } from './dead-letters.js';
+import { ClaimingDeduplicator, persistPaths, RecoveryJournal } from './persistence.js';
+import { EngineRecovery, type PolicyStats, policyFieldsOf, type WatchdogTimeouts } from './recovery.js';
 import { type HandlerResult, StageRunner } from './stage-runner.js';
 
 /** Handlers per stage. */
@@ -115,6 +138,21 @@ export interface EngineOptions {
   downloader?: Downloader;
   /** Options of the default HTTP downloader (ignored when `downloader` is given). */
   download?: HttpDownloaderOptions;
+  /**
+   * Named downloaders (a browser, a WebSocket downloader, your own), each registered under its
+   * `name`; modules and requests select them with `downloader: '<name>'`. Closed when the engine stops.
+   */
+  downloaders?: readonly Downloader[];
+  /**
+   * A proxy pool (`@mocra/proxy`), or its config (a `[proxy]` table or `ProxyPoolConfig`) to
+   * build one from. Requests of downloaders that use proxies go through it and every outcome
+   * is reported back. A pool built from config is closed when the engine stops; one passed in is not.
+   */
+  proxies?: DownloadRouterOptions['proxies'];
+  /** Code options of a pool built from `proxies` config (clock, undici agent options). */
+  proxyPoolOptions?: DownloadRouterOptions['proxyPoolOptions'];
+  /** Which responses count as "this exit was blocked" for the proxy pool; `false`: only errors count. @default 403, 429, captcha titles */
+  blocked?: BlockedDetectionOptions | false;
   /** Dedup, depth and page limits, the download gate. */
   frontier?: FrontierOptions;
   /** Concurrent downloads. @default 32 */
@@ -122,10 +160,28 @@ export interface EngineOptions {
   /** Handlers per stage (overrides `concurrency` for download). */
   stages?: StageConcurrency;
   topics?: EngineTopicOptions;
-  /** What to do with failures. @default a SimpleRetryPolicy built from `retry` */
+  /**
+   * What to do with failures. @default a RecoveryPolicy (policy table, error thresholds, circuit
+   * breakers; docs/error-handling.md) built from `recovery` and `retry`
+   */
   policy?: FailurePolicy;
-  /** Options of the default SimpleRetryPolicy (ignored when `policy` is given). */
+  /** Simple retry settings, applied to the default policy as overrides (ignored when `policy` is given). */
   retry?: SimpleRetryPolicyOptions;
+  /** Overrides, thresholds and breakers of the default policy (ignored when `policy` is given). */
+  recovery?: RecoveryPolicyOptions;
+  /** Deadline of each stage's handlers; a handler past it is aborted and retried. `false`: none. @default see DEFAULT_WATCHDOG_TIMEOUTS */
+  watchdog?: WatchdogTimeouts | false;
+  /** Report loudly (error log, `mocra:policy:stall`) when nothing moved this long while work is pending. `false`: off. @default 120000 */
+  stallMs?: number | false;
+  /**
+   * Directory of a crash-safe single-node run: the stage topics (with retries and DLQs), the
+   * dedup set and a small recovery journal live there in LevelDB, so a process killed (even with
+   * SIGKILL) and started again on the same directory resumes where it was: nothing acknowledged
+   * is lost, pages already parsed are not fetched again, work in flight is redone. Ignored for
+   * the queue when `queue` is given, for the dedup set when `frontier.deduplicator` is.
+   * (docs/error-handling.md, "Crash-safe runs")
+   */
+  persist?: string;
   /** @default a pino logger on stderr */
   logger?: Logger;
   /** @default 'warn' (see observability/logger.ts for the environment variables) */
@@ -136,12 +192,40 @@ export interface EngineOptions {
   shutdownTimeoutMs?: number;
   /** Publish one task per registered module when the run starts. @default true */
   autoSeed?: boolean;
+  /**
+   * End the run once no work is left anywhere. `false` is service mode: the engine keeps
+   * running, idle, until `stop()`, a signal or the abort signal (work comes from `submit()` or
+   * the control API's `/start_work`). @default true
+   */
+  endWhenIdle?: boolean;
+  /** Download, data and store middleware (docs/middleware-guide.md). @default none */
+  middleware?: MiddlewareManager;
+  /** Where modules' config comes from: provider layers over config.toml defaults. @default built-in defaults only */
+  moduleConfig?: ModuleConfigResolver;
+  /** Sessions per account × platform (cookie jars, sticky headers, logins). @default a new store */
+  sessions?: SessionStore;
+  /** Cron of modules and spiders that have a `cron`. */
+  cron?: EngineCronOptions;
+  /** Cluster-wide claims: one cron firing per scheduled time, the advance gate once per run, stop flags. @default this process only */
+  coordination?: Coordination;
   /** @default a random UUID */
   runId?: string;
   /** Aborting it stops the run gracefully. */
   signal?: AbortSignal;
   /** Called for every reported failure, after the policy decided (also published on `mocra:engine:error`). */
   onError?: (event: ErrorEvent, decision: PolicyDecision) => void;
+}
+
+/** Cron of modules and spiders (see docs/module-development.md). */
+export interface EngineCronOptions {
+  /** @default true */
+  enabled?: boolean;
+  /** Time for the scheduler (a ManualClock in tests). @default the system clock */
+  clock?: Clock;
+  /** A firing missed by more than this is skipped and reported. @default 300000 */
+  misfireToleranceMs?: number;
+  /** Whether this node fires a job (partition ownership by account in a cluster). @default every job */
+  gate?: (job: { id: string; key: string }) => boolean;
 }
 
 export type EngineState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -185,6 +269,8 @@ export interface EngineStats {
   dropped: number;
   errorsByCode: Record<string, number>;
   frontier: FrontierStats;
+  /** Modules: hand-offs, advance-gate and join firings, stops, work dropped after a stop or by middleware. */
+  modules: ModuleRuntimeStats;
 }
 
 export interface RunSummary extends Omit<EngineStats, 'state' | 'paused' | 'uptimeMs'> {
@@ -206,12 +292,19 @@ export class Engine {
   readonly runId: string;
   readonly log: Logger;
   readonly registry = new ModuleRegistry();
+  /** Modules' config, sessions, middleware and DAG routing (module/runtime.ts). */
+  readonly modules: ModuleRuntime;
+  #cron: CronScheduler | undefined;
   readonly frontier: Frontier;
   readonly #options: EngineOptions;
   readonly #backend: QueueBackend;
   readonly #ownsBackend: boolean;
-  readonly #downloader: Downloader;
+  /** Selects each request's downloader and proxy, and reports proxy outcomes (downloader/download-router.ts). */
+  readonly downloads: DownloadRouter;
   readonly #policy: FailurePolicy;
+  readonly #recovery: EngineRecovery;
+  /** Set with `persist`: claims and parsed pages (engine/persistence.ts). */
+  readonly #journal: RecoveryJournal | undefined;
   readonly #topics: {
     task: LeaseQueue<TaskEvent>;
     request: LeaseQueue<Request | RequestData>;
@@ -227,6 +320,8 @@ export class Engine {
   #startedAt: number | undefined;
   /** Publishes from outside the stages (seeding, submit) in progress: the run is not idle. */
   #seeding = 0;
+  /** Outside publishes started so far (see activity()). */
+  #outsideStarted = 0;
   #idleCheckQueued = false;
   #ending: Promise<RunSummary> | undefined;
   #resolveRun: ((summary: RunSummary) => void) | undefined;
@@ -251,7 +346,13 @@ export class Engine {
       parserTask: positiveInt('stages.parserTask', options.stages?.parserTask, 8),
       error: positiveInt('stages.error', options.stages?.error, 4),
     };
-    this.#backend = options.queue ?? createMemoryQueueBackend({ namespace: options.namespace ?? 'mocra' });
+    const persisted = options.persist === undefined ? undefined : persistPaths(options.persist);
+    this.#journal = persisted === undefined ? undefined : new RecoveryJournal(persisted.journal);
+    this.#backend =
+      options.queue ??
+      (persisted === undefined
+        ? createMemoryQueueBackend({ namespace: options.namespace ?? 'mocra' })
+        : new LevelQueueBackend({ dir: persisted.queue, namespace: options.namespace ?? 'mocra' }));
     this.#ownsBackend = options.queue === undefined;
     const t = options.topics ?? {};
     this.#topics = {
@@ -267,10 +368,75 @@ export class Engine {
       parserTask: this.#backend.topic<FollowUpTask>(TOPICS.parserTask, { capacity: 1000, ...t.parserTask }),
       error: this.#backend.topic<ErrorEvent>(TOPICS.error, { ...t.error, capacity: UNBOUNDED }),
     };
-    this.#downloader =
-      options.downloader ?? createHttpDownloader({ connections: download, ...options.download });
-    this.#policy = options.policy ?? new SimpleRetryPolicy(options.retry);
-    this.frontier = new Frontier(options.frontier);
+    this.downloads = new DownloadRouter({
+      defaultDownloader:
+        options.downloader ?? createHttpDownloader({ connections: download, ...options.download }),
+      ...(options.downloaders === undefined ? {} : { downloaders: options.downloaders }),
+      ...(options.proxies === undefined ? {} : { proxies: options.proxies }),
+      ...(options.proxyPoolOptions === undefined ? {} : { proxyPoolOptions: options.proxyPoolOptions }),
+      ...(options.blocked === undefined ? {} : { blocked: options.blocked }),
+    });
+    this.#recovery = new EngineRecovery({
+      policy: options.policy,
+      retry: options.retry,
+      recovery: options.recovery,
+      watchdog: options.watchdog,
+      stallMs: options.stallMs,
+      log: this.log,
+      topics: {
+        task: this.#topics.task as LeaseQueue<unknown>,
+        download: this.#topics.request as LeaseQueue<unknown>,
+        parse: this.#topics.response as LeaseQueue<unknown>,
+        parserTask: this.#topics.parserTask as LeaseQueue<unknown>,
+        error: this.#topics.error as LeaseQueue<unknown>,
+      },
+      pending: async () => {
+        let n = 0;
+        for (const stage of STAGES) {
+          const s = await this.#topicOf(stage).stats();
+          n += s.ready + s.inflight;
+        }
+        return n;
+      },
+    });
+    this.#policy = this.#recovery.policy;
+    this.frontier = new Frontier(
+      persisted === undefined || this.#journal === undefined || options.frontier?.deduplicator !== undefined
+        ? options.frontier
+        : {
+            ...options.frontier,
+            deduplicator: new ClaimingDeduplicator(
+              new TieredDeduplicator({ dir: persisted.dedup }),
+              this.#journal,
+            ),
+          },
+    );
+    this.modules = new ModuleRuntime({
+      registry: this.registry,
+      log: this.log,
+      ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
+      ...(options.moduleConfig === undefined ? {} : { moduleConfig: options.moduleConfig }),
+      ...(options.sessions === undefined ? {} : { sessions: options.sessions }),
+      ledger: new RunLedger({
+        ...(options.coordination === undefined ? {} : { coordination: options.coordination }),
+        namespace: options.namespace ?? 'mocra',
+      }),
+      fetch: (request, module, signal) =>
+        this.downloads.download(this.downloads.select(request, module), request, module, signal),
+      validateDownloads: (module) => this.downloads.validateModule(module),
+    });
+  }
+
+  /** The cron scheduler, while a run with cron modules is running. */
+  get cron(): CronScheduler | undefined {
+    return this.#cron;
+  }
+
+  /** Changes a stage's worker count, also while running (a live config reload does this). */
+  setConcurrency(stage: StageName, concurrency: number): void {
+    const n = positiveInt(`stages.${stage}`, concurrency, concurrency);
+    this.#concurrency[stage] = n;
+    this.#runners.get(stage)?.setConcurrency(n);
   }
 
   get state(): EngineState {
@@ -281,9 +447,31 @@ export class Engine {
     return this.#paused;
   }
 
+  /** The backend the stage topics live on (the control API lists and replays their dead letters). */
+  /** Dead-lettered work of every stage: list, inspect, replay (one, by query, all), purge. */
+  get deadLetters(): EngineDeadLetters {
+    return this.#recovery.deadLetters;
+  }
+
+  /** Circuit-breaker states of hosts and modules, open first (empty with a custom policy). */
+  breakers(filter: { scope?: BreakerScope; state?: BreakerState } = {}): BreakerSnapshot[] {
+    return this.#recovery.breakers(filter);
+  }
+
+  /** Threshold decisions, terminations, watchdog timeouts and stall reports so far. */
+  policyStats(): PolicyStats {
+    return this.#recovery.stats();
+  }
+
+  get queue(): QueueBackend {
+    return this.#backend;
+  }
+
   /** Add a module and the sink its items go to. Only before `run()`. */
   register<TItem>(module: Module<TItem>, sink: DataSink<TItem>): this {
     if (this.#state !== 'created') throw new EngineStateError('modules can only be registered before run()');
+    this.downloads.validateModule(module); // an unknown downloader name fails here, not per request
+    this.modules.validate(module as Module<unknown>); // so does an unknown middleware name
     this.registry.register(module, sink);
     return this;
   }
@@ -301,14 +489,18 @@ export class Engine {
       this.#resolveRun = resolve;
     });
     this.#startStages();
+    this.#recovery.start();
     this.#installStopTriggers();
+    this.#startCron();
     if (channels.run.hasSubscribers) channels.run.publish({ runId: this.runId, phase: 'start' });
     this.log.info({ runId: this.runId, modules: this.registry.names() }, 'run started');
-    if (this.#options.autoSeed ?? true) {
+    // A module with a cron starts runs on its schedule (runNowAndSchedule also at start), not here.
+    const seeded = [...this.registry.values()]
+      .filter((r) => r.module.cron === undefined || this.#cron === undefined)
+      .map((r) => r.module.name);
+    if ((this.#options.autoSeed ?? true) && seeded.length > 0) {
       this.#publishFromOutside(() =>
-        this.#topics.task.publish(
-          this.registry.names().map((module) => ({ payload: { module, runId: this.runId } })),
-        ),
+        this.#topics.task.publish(seeded.map((module) => ({ payload: { module, runId: this.runId } }))),
       ).catch((err: unknown) => {
         this.log.error({ err }, 'seeding failed; stopping the run');
         void this.#finish('stopped');
@@ -324,8 +516,8 @@ export class Engine {
     if (this.#state === 'stopping' || this.#state === 'stopped') {
       throw new EngineStateError(`cannot submit a task to an engine that is ${this.#state}`);
     }
-    this.registry.get(task.module);
     const payload: TaskEvent = { ...task, runId: task.runId ?? this.runId };
+    this.modules.modulesOf(payload); // UnknownModuleError for a name that is not registered
     await this.#publishFromOutside(() =>
       this.#topics.task.publish([
         {
@@ -406,6 +598,7 @@ export class Engine {
       ...this.#counters,
       errorsByCode: Object.fromEntries(this.#errorsByCode),
       frontier: { ...this.frontier.stats() },
+      modules: this.modules.stats(),
     };
   }
 
@@ -432,11 +625,18 @@ export class Engine {
       name: stage,
       queue,
       concurrency: this.#concurrency[stage],
-      handle,
+      handle: this.#recovery.guard(stage, (d: Delivery<T>) => `${stage} ${describeDelivery(d)}`, handle),
       onFailure: (delivery, error) => this.#onStageFailure(stage, delivery, error),
-      onSettled: () => this.#queueIdleCheck(),
+      onSettled: () => {
+        this.#recovery.progress();
+        this.#queueIdleCheck();
+      },
       onInternalError: (error, context) =>
         this.log.error({ err: error, stage }, `internal error: ${context}`),
+      onHandled: (durationMs, ok) => {
+        if (channels.handler.hasSubscribers)
+          channels.handler.publish({ runId: this.runId, stage, durationMs, ok });
+      },
     });
     this.#runners.set(stage, runner as StageRunner<unknown>);
   }
@@ -459,16 +659,67 @@ export class Engine {
   /** task ▶ generate(entry nodes) ▶ admit ▶ request */
   async #handleTask(delivery: Delivery<TaskEvent>, signal: AbortSignal): Promise<HandlerResult> {
     const task = delivery.payload;
-    const registered = this.registry.get(task.module);
+    // Every entry node of every module of the task starts (upstream started only the first).
+    const modules = this.modules.modulesOf(task);
+    const first = delivery.attempt === 1 && attemptsOf(delivery) === 0;
     const requests: Request[] = [];
-    for (const node of registered.entry) {
-      const ctx = this.#generateContext(registered, node, task.runId, signal, { task });
-      const produced = await this.#runGenerate(registered, node, ctx);
-      for (const r of produced) this.#claim(r, registered, node, task.runId, task.account, 0);
-      requests.push(...produced);
+    const started: RegisteredModule[] = [];
+    const joins: JoinReady[] = [];
+    for (const registered of modules) {
+      const moduleName = registered.module.name;
+      if (first) this.modules.onTaskStart(registered, task.runId);
+      const stopped = await this.modules.stoppedReason(task.runId, moduleName);
+      if (stopped !== undefined) {
+        for (const node of registered.entry) {
+          joins.push(
+            ...this.modules.dropStopped({
+              runId: task.runId,
+              module: moduleName,
+              node: node.id,
+              stage: 'task',
+              reason: stopped,
+            }),
+          );
+        }
+        continue;
+      }
+      const scope = await this.modules.scope(
+        registered,
+        task.account ?? DEFAULT_ACCOUNT,
+        task.platform ?? DEFAULT_PLATFORM,
+        signal,
+      );
+      for (const node of registered.entry) {
+        const ctx = this.#generateContext(registered, node, task.runId, signal, scope, { task });
+        const produced = await this.#runGenerate(registered, node, ctx);
+        for (const r of produced) {
+          this.#claim(r, registered, node, task.runId, task.account, 0);
+          if (task.platform !== undefined) r.platform ??= task.platform;
+        }
+        requests.push(...produced);
+      }
+      started.push(registered);
     }
-    await this.#admitAndPublish(requests, 'task');
+    const result = await this.#admitAndPublish(requests, 'task', delivery.id);
+    if (result !== undefined) return result; // put back: the entry nodes are not done yet
+    for (const registered of started) joins.push(...this.modules.onTaskDone(registered, task.runId));
+    await this.#publishJoins(joins, task);
     return undefined;
+  }
+
+  /** Join nodes whose predecessors all finished: one hand-off each (module/run-ledger.ts). */
+  async #publishJoins(
+    joins: readonly JoinReady[],
+    origin: { account?: string | undefined; platform?: string | undefined },
+  ): Promise<void> {
+    if (joins.length === 0) return;
+    const tasks = this.modules.joinTasks(joins, {
+      account: origin.account,
+      platform: origin.platform,
+      depth: 0,
+    });
+    await this.#topics.parserTask.publish(tasks.map((payload) => ({ payload, ...keyOf(payload.account) })));
+    this.modules.onFollowUpsPublished(tasks);
   }
 
   /** parser_task ▶ (carried requests | generate(target node)) ▶ admit ▶ request */
@@ -476,16 +727,39 @@ export class Engine {
     const followUp = delivery.payload;
     const registered = this.registry.get(followUp.module);
     const node = this.registry.node(registered, followUp.node);
+    const moduleName = registered.module.name;
+    const stopped = await this.modules.stoppedReason(followUp.runId, moduleName);
+    if (stopped !== undefined) {
+      const joins = this.modules.dropStopped({
+        runId: followUp.runId,
+        module: moduleName,
+        node: node.id,
+        stage: 'follow-up',
+        reason: stopped,
+      });
+      await this.#publishJoins(joins, followUp);
+      return undefined;
+    }
     let requests: Request[];
     if (followUp.requests.length > 0) {
       requests = followUp.requests.map((r) => Request.from(r));
     } else {
-      const ctx = this.#generateContext(registered, node, followUp.runId, signal, { followUp });
+      const scope = await this.modules.scope(
+        registered,
+        followUp.account ?? DEFAULT_ACCOUNT,
+        followUp.platform ?? DEFAULT_PLATFORM,
+        signal,
+      );
+      const ctx = this.#generateContext(registered, node, followUp.runId, signal, scope, { followUp });
       requests = await this.#runGenerate(registered, node, ctx);
     }
-    for (const r of requests)
+    for (const r of requests) {
       this.#claim(r, registered, node, followUp.runId, followUp.account, followUp.depth);
-    await this.#admitAndPublish(requests, 'parserTask');
+      if (followUp.platform !== undefined) r.platform ??= followUp.platform;
+    }
+    const result = await this.#admitAndPublish(requests, 'parserTask', delivery.id);
+    if (result !== undefined) return result; // put back: the hand-off is not done yet
+    await this.#publishJoins(this.modules.onUnitDone(followUp.runId, moduleName, node.id), followUp);
     return undefined;
   }
 
@@ -494,16 +768,22 @@ export class Engine {
     node: ModuleNode,
     runId: string,
     signal: AbortSignal,
+    scope: ModuleScope,
     source: { task?: TaskEvent; followUp?: FollowUpTask },
   ): GenerateContext {
     return {
       module: registered.module.name,
       node: node.id,
       runId,
-      trigger: source.task ? 'task' : 'follow-up',
+      trigger: source.task ? 'task' : (source.followUp?.trigger ?? 'follow-up'),
       task: source.task,
       followUp: source.followUp,
       params: source.task?.params ?? source.followUp?.meta ?? {},
+      account: scope.account,
+      platform: scope.platform,
+      config: scope.config,
+      settings: scope.settings,
+      login: scope.login,
       signal,
       log: this.log,
     };
@@ -539,9 +819,15 @@ export class Engine {
     if (request.depth < minDepth) request.depth = minDepth;
   }
 
-  async #admitAndPublish(requests: Request[], stage: StageName): Promise<void> {
-    if (requests.length === 0) return;
-    const { admitted, invalid } = await this.frontier.admit(requests);
+  /**
+   * `claim` is the id of the message being handled: a shared deduplicator re-admits what this
+   * message marked if it is delivered again (its handler died between marking and publishing).
+   * For the same reason a failed publish of the admitted requests puts this same message back
+   * (nack), instead of a retry that would be a new message with another id.
+   */
+  async #admitAndPublish(requests: Request[], stage: StageName, claim: string): Promise<HandlerResult> {
+    if (requests.length === 0) return undefined;
+    const { admitted, invalid } = await this.frontier.admit(requests, { claim });
     if (admitted.length > 0) {
       const messages: PublishMessage<Request>[] = new Array(admitted.length);
       for (let i = 0; i < admitted.length; i++) {
@@ -551,7 +837,15 @@ export class Engine {
             ? { payload: r, priority: r.priority }
             : { payload: r, priority: r.priority, key: r.account };
       }
-      await this.#topics.request.publish(messages);
+      try {
+        await this.#topics.request.publish(messages);
+      } catch (err) {
+        if (!(isMocraError(err) && err.retryable)) throw err;
+        this.log.warn({ err, stage }, 'publishing admitted requests failed; the message is put back');
+        return { nack: { delayMs: 1_000, reason: err.message } };
+      }
+      this.frontier.releaseClaim(claim);
+      this.modules.onAdmitted(admitted);
     }
     if (invalid.length > 0) {
       await this.#topics.error.publish(
@@ -568,6 +862,7 @@ export class Engine {
         })),
       );
     }
+    return undefined;
   }
 
   /** request ▶ gate ▶ downloader ▶ response */
@@ -576,10 +871,42 @@ export class Engine {
     signal: AbortSignal,
   ): Promise<HandlerResult> {
     const request = Request.from(delivery.payload);
+    if (this.#journal !== undefined && (await this.#alreadyParsed(delivery, request))) return undefined;
+    const registered = this.registry.get(request.module);
+    const stopped = await this.modules.stoppedReason(request.runId ?? this.runId, registered.module.name);
+    if (stopped !== undefined) {
+      const joins = this.modules.dropStopped({
+        runId: request.runId ?? this.runId,
+        module: registered.module.name,
+        node: request.node,
+        stage: 'download',
+        reason: stopped,
+        url: request.url,
+      });
+      await this.#publishJoins(joins, request);
+      return undefined;
+    }
+    const admission = this.#policy.admit?.('download', workOf(request));
+    if (admission !== undefined) {
+      if ('error' in admission) throw admission.error;
+      // A circuit breaker is open: put the request back without counting a failure.
+      await this.#topics.request.publish([
+        {
+          payload: request,
+          priority: delivery.priority,
+          delayMs: admission.deferMs,
+          headers: delivery.headers as Record<string, string>,
+          ...keyOf(delivery.key),
+        },
+      ]);
+      return undefined;
+    }
     const gate = this.frontier.gate;
     const decided = gate.enter(request, signal);
     const decision = decided instanceof Promise ? await decided : decided;
     if (decision !== undefined) {
+      // Not downloaded now: a breaker probe this request may have been goes to the next one.
+      this.#policy.released?.('download', workOf(request));
       if ('deferMs' in decision) {
         await this.#topics.request.publish([
           {
@@ -595,13 +922,41 @@ export class Engine {
         if (channels.drop.hasSubscribers) channels.drop.publish({ request, reason: decision.drop });
         if (this.#debug)
           this.log.debug({ url: request.url, reason: decision.drop }, 'dropped by the download gate');
+        await this.#publishJoins(this.modules.onAbandoned(request), request);
       }
       return undefined;
     }
     if (channels.request.hasSubscribers) channels.request.publish({ request });
+    // The module's config (downloader, middleware, session) for the request's account × platform;
+    // a module with shouldLogin logs in here first.
+    let scope: ModuleScope;
+    let module: ModuleDownloadSettings;
+    let downloader: Downloader;
+    try {
+      scope = await this.modules.scope(
+        registered,
+        request.account ?? DEFAULT_ACCOUNT,
+        request.platform ?? DEFAULT_PLATFORM,
+        signal,
+      );
+      module = this.modules.downloadSettings(registered, scope);
+      downloader = this.downloads.select(request, module);
+    } catch (err) {
+      gate.leave(request, { error: err });
+      throw err;
+    }
+    if (downloader.stream !== undefined)
+      return this.#handleStream(delivery, request, module, downloader, signal);
     let response: Response;
     try {
-      response = await this.#downloader.download(request, signal);
+      // Middleware (beforeRequest/afterResponse), the session's cookies and login check.
+      const out = await this.modules.download(request, registered, scope, signal);
+      if (out.response === undefined) {
+        gate.leave(request, {});
+        await this.#publishJoins(out.joins, request);
+        return undefined;
+      }
+      response = out.response;
     } catch (err) {
       gate.leave(request, { error: err });
       if (isMocraError(err)) throw err;
@@ -609,21 +964,68 @@ export class Engine {
         cause: err,
       });
     }
-    gate.leave(request, { status: response.status, durationMs: response.durationMs });
+    gate.leave(request, { status: response.status, durationMs: response.durationMs, headers: response.headers });
     if (this.#debug) this.log.debug({ url: response.url, status: response.status }, 'downloaded');
     if (this.#policy.retryStatus(response, attemptsOf(delivery))) {
       throw new HttpStatusError(
         response.url,
         response.status,
-        parseRetryAfter(response.header('retry-after')),
+        parseRetryAfterMs(response.header('retry-after'), Date.now()),
       );
     }
+    this.#policy.succeeded?.('download', { ...workOf(request), status: response.status });
+    await this.#publishResponse(delivery, request, response);
+    return undefined;
+  }
+
+  async #publishResponse(
+    delivery: Delivery<Request | RequestData>,
+    request: Request,
+    response: Response,
+  ): Promise<void> {
     this.#counters.pages++;
     this.#counters.bytes += response.body.length;
     if (channels.response.hasSubscribers) channels.response.publish({ request, response });
     await this.#topics.response.publish([
       { payload: response, priority: delivery.priority, ...keyOf(delivery.key) },
     ]);
+  }
+
+  /**
+   * request ▶ streaming downloader (WebSocket) ▶ many responses. The request stays leased (the
+   * stage extends its lease) while the stream runs; each response is published as it arrives,
+   * so a full response topic slows the stream instead of growing memory. The gate is left once
+   * the stream delivered its first response: a long stream must not hold a host's download slot.
+   * A stream that ends normally acks the request; one that fails takes the retry path.
+   */
+  async #handleStream(
+    delivery: Delivery<Request | RequestData>,
+    request: Request,
+    module: ModuleDownloadSettings,
+    downloader: Downloader,
+    signal: AbortSignal,
+  ): Promise<HandlerResult> {
+    const gate = this.frontier.gate;
+    const started = performance.now();
+    let left = false;
+    const leave = (outcome: { status?: number; error?: unknown }): void => {
+      if (left) return;
+      left = true;
+      gate.leave(request, { ...outcome, durationMs: performance.now() - started });
+    };
+    try {
+      await this.downloads.stream(downloader, request, module, signal, async (response) => {
+        leave({ status: response.status });
+        await this.#publishResponse(delivery, request, response);
+      });
+    } catch (err) {
+      leave({ error: err });
+      if (isMocraError(err)) throw err;
+      throw new ConnectionError(request.url, 'body', err instanceof Error ? err.message : String(err), {
+        cause: err,
+      });
+    }
+    leave({ status: 200 });
     return undefined;
   }
 
@@ -631,10 +1033,32 @@ export class Engine {
   async #handleParse(delivery: Delivery<Response>, signal: AbortSignal): Promise<HandlerResult> {
     const response = Response.from(delivery.payload);
     const request = response.request;
+    const refused = this.#policy.admit?.('parse', workOf(request));
+    if (refused !== undefined && 'error' in refused) throw refused.error;
     const registered = this.registry.get(request.module);
     const node = this.registry.node(registered, request.node);
     const moduleName = registered.module.name;
     const runId = request.runId ?? this.runId;
+    const stopped = await this.modules.stoppedReason(runId, moduleName);
+    if (stopped !== undefined) {
+      const joins = this.modules.dropStopped({
+        runId,
+        module: moduleName,
+        node: node.id,
+        stage: 'parse',
+        reason: stopped,
+        url: response.url,
+      });
+      await this.#publishJoins(joins, request);
+      return undefined;
+    }
+    const scope = await this.modules.scope(
+      registered,
+      request.account ?? DEFAULT_ACCOUNT,
+      request.platform ?? DEFAULT_PLATFORM,
+      signal,
+      { login: false },
+    );
     const ctx = new ParseContext<unknown>({
       response,
       module: moduleName,
@@ -642,6 +1066,11 @@ export class Engine {
       runId,
       log: this.log,
       signal,
+      account: scope.account,
+      platform: scope.platform,
+      config: scope.config,
+      settings: scope.settings,
+      login: scope.login,
     });
     try {
       await node.parse(response, ctx);
@@ -649,21 +1078,29 @@ export class Engine {
       if (isMocraError(err)) throw err;
       throw new ParseFailedError({ module: moduleName, node: node.id, url: response.url }, err);
     }
+    // Before any item is written: from now on a redelivered request must not fetch the page again.
+    if (this.#journal !== undefined)
+      await this.#journal.markParsed(request.fingerprint ?? fingerprintRequest(request));
 
-    const items = ctx.items;
-    if (items.length > 0) {
+    if (ctx.items.length > 0) {
       const fingerprint = request.fingerprint ?? fingerprintRequest(request);
       const sink = registered.sink;
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i];
-        const meta: ItemMeta = {
+      // Ids are fixed before middleware runs, so a dropped item never shifts the others' ids.
+      const emitted = ctx.items.map((item, i) => ({
+        item,
+        meta: {
           itemId: `${fingerprint}:${i}`,
           index: i,
           url: response.url,
           module: moduleName,
           node: node.id,
           runId,
-        };
+        } satisfies ItemMeta,
+      }));
+      const mctx = this.modules.middlewareContext(registered, node.id, runId, scope, signal);
+      // Data middleware (transform, drop), then store middleware (beforeStore → store → afterStore).
+      const items = await this.modules.processItems(emitted, registered, scope, request, mctx);
+      for (const { item, meta } of items) {
         try {
           const written = sink.write(item, meta);
           if (written !== undefined && typeof (written as Promise<void>).then === 'function') await written;
@@ -686,66 +1123,25 @@ export class Engine {
         undefined,
       ),
     );
-    if (ctx.follows.length > 0) {
-      const groups = new Map<string, FollowUpTask>();
-      const from = { module: moduleName, node: node.id };
-      const groupFor = (target: RouteTarget): FollowUpTask => {
-        const key = `${target.module}\u0000${target.node}`;
-        let group = groups.get(key);
-        if (!group) {
-          group = {
-            module: target.module,
-            node: target.node,
-            runId,
-            requests: [],
-            meta: {},
-            depth: request.depth + 1,
-            ...(request.fingerprint === undefined ? {} : { parent: request.fingerprint }),
-            ...(request.account === undefined ? {} : { account: request.account }),
-          };
-          groups.set(key, group);
-        }
-        return group;
-      };
-      // Most follows name no target: route that case once per parse (still through the router).
-      let defaultGroups: FollowUpTask[] | undefined;
-      for (const follow of ctx.follows) {
-        let targets: FollowUpTask[];
-        try {
-          if (follow.module === undefined && follow.node === undefined) {
-            defaultGroups ??= routeFollowUp(this.registry, from, follow).map(groupFor);
-            targets = defaultGroups;
-          } else {
-            targets = routeFollowUp(this.registry, from, follow).map(groupFor);
-          }
-        } catch (err) {
-          rejected.push(
-            this.#errorEvent(
-              'parse',
-              TOPICS.request,
-              follow.request,
-              err as MocraError,
-              1,
-              follow.request.priority,
-              undefined,
-            ),
-          );
-          continue;
-        }
-        if (targets.length === 1) targets[0]!.requests.push(follow.request);
-        else for (const group of targets) group.requests.push(follow.request.clone());
-      }
-      if (groups.size > 0) {
-        await this.#topics.parserTask.publish(
-          [...groups.values()].map((payload) => ({
-            payload,
-            priority: delivery.priority,
-            ...keyOf(payload.account),
-          })),
-        );
-      }
+    // Follows, hand-offs to successors (fan-out), other modules' runs, the advance gate, the stop
+    // signal: decided in one place (module/runtime.ts `route`).
+    const routed = await this.modules.route(ctx, registered, request);
+    for (const { payload, error } of routed.rejected) {
+      rejected.push(this.#errorEvent('parse', TOPICS.request, payload, error, 1, 0, undefined));
+    }
+    if (routed.followUps.length > 0) {
+      await this.#topics.parserTask.publish(
+        routed.followUps.map((payload) => ({
+          payload,
+          priority: delivery.priority,
+          ...keyOf(payload.account),
+        })),
+      );
+      this.modules.onFollowUpsPublished(routed.followUps);
     }
     if (rejected.length > 0) await this.#topics.error.publish(rejected.map((payload) => ({ payload })));
+    this.#policy.succeeded?.('parse', workOf(request));
+    await this.#publishJoins(this.modules.onUnitDone(runId, moduleName, node.id), request);
     return undefined;
   }
 
@@ -763,13 +1159,21 @@ export class Engine {
       };
     }
     this.#report(event, decision);
+    if (decision.action !== 'retry') {
+      // Given up on: its unit of work will never be done, which may let a join fire.
+      const joins = this.modules.onAbandoned(event.payload);
+      await this.#publishJoins(joins, { account: event.key }).catch((err: unknown) =>
+        this.log.error({ err }, 'publishing a join after a dead letter failed'),
+      );
+    }
     switch (decision.action) {
       case 'retry': {
         this.#counters.retries++;
-        const topic = this.#topicByName(event.topic);
+        const target = event.kind === 'session-expired' ? this.#reloginRetry(event) : event;
+        const topic = this.#topicByName(target.topic);
         await topic.publish([
           {
-            payload: event.payload,
+            payload: target.payload,
             priority: event.priority,
             delayMs: decision.delayMs,
             headers: { [ATTEMPT_HEADER]: String(event.attempt) },
@@ -782,10 +1186,53 @@ export class Engine {
         this.#counters.deadLettered++;
         void this.#finish('critical');
         return { deadLetter: decision.reason };
+      case 'drop':
+        // dlq = never: given up and not kept (reported above, counted in errors).
+        return undefined;
       default:
         this.#counters.deadLettered++;
         return { deadLetter: decision.reason };
     }
+  }
+
+  /**
+   * `persist`: a first delivery of a request whose page was already parsed (the process died
+   * after the parse began but before this request was acked) is acked without fetching again —
+   * its response is on the response topic. Retries and replays fetch as they are meant to.
+   */
+  async #alreadyParsed(delivery: Delivery<unknown>, request: Request): Promise<boolean> {
+    if (delivery.headers[ATTEMPT_HEADER] !== undefined || delivery.headers[REPLAYED_HEADER] !== undefined)
+      return false;
+    const fingerprint = request.fingerprint ?? fingerprintRequest(request);
+    if (!(await this.#journal!.parsed(fingerprint))) return false;
+    if (this.#debug)
+      this.log.debug({ url: request.url }, 'already parsed before a restart; not fetched again');
+    return true;
+  }
+
+  /**
+   * A session expired: end the login (so the retry's download logs in again) and, when parse
+   * found out, retry the download rather than re-parse the same stale page. A download that saw
+   * a login status has ended the login itself (by generation); here only a login that is older
+   * than the failure is ended, so a re-login that already happened is kept.
+   */
+  #reloginRetry(event: ErrorEvent): { topic: TopicName; payload: unknown } {
+    let request: Request;
+    try {
+      request =
+        event.topic === TOPICS.response
+          ? Response.from(event.payload as Response).request
+          : Request.from(event.payload as Request);
+    } catch {
+      return event;
+    }
+    const session = this.modules.sessions.get(
+      request.account ?? DEFAULT_ACCOUNT,
+      request.platform ?? DEFAULT_PLATFORM,
+    );
+    const login = session.login;
+    if (login !== undefined && login.loggedInAt <= event.at) session.invalidate();
+    return event.topic === TOPICS.response ? { topic: TOPICS.request, payload: request } : event;
   }
 
   #topicByName(name: TopicName): LeaseQueue<unknown> {
@@ -885,9 +1332,7 @@ export class Engine {
     };
     if (key !== undefined) event.key = key;
     // Kept as a plain field so it survives a serializing queue (error classes do not).
-    if (error instanceof RetryLaterError) event.retryAfterMs = error.delayMs;
-    else if (error instanceof HttpStatusError && error.retryAfterMs !== undefined)
-      event.retryAfterMs = error.retryAfterMs;
+    Object.assign(event, policyFieldsOf(error));
     const errorUrl = (error as unknown as { url?: unknown }).url;
     if (event.url === undefined && typeof errorUrl === 'string') event.url = errorUrl;
     if (error instanceof UnknownModuleError) event.module ??= error.module;
@@ -896,7 +1341,23 @@ export class Engine {
 
   // ── idle detection and the end of a run ─────────────────────────────────────
 
+  /**
+   * What this process is doing now, for cluster-wide completion detection
+   * (distributed/cluster-run.ts): `idle` when no handler runs and no outside publish (seeding,
+   * `submit`) is in progress; `started` moves whenever a handler or an outside publish starts.
+   */
+  activity(): { idle: boolean; started: number } {
+    let idle = this.#seeding === 0;
+    let started = this.#outsideStarted;
+    for (const runner of this.#runners.values()) {
+      if (runner.inFlight > 0) idle = false;
+      started += runner.started;
+    }
+    return { idle, started };
+  }
+
   async #publishFromOutside(publish: () => Promise<void>): Promise<void> {
+    this.#outsideStarted++;
     this.#seeding++;
     try {
       await publish();
@@ -918,6 +1379,9 @@ export class Engine {
 
   async #checkIdle(): Promise<void> {
     if (this.#state !== 'running' || this.#paused || this.#seeding > 0) return;
+    if (this.#options.endWhenIdle === false) return;
+    // Scheduled modules bring more work later: the run lasts until stop().
+    if (this.#cron !== undefined && this.#cron.jobs().length > 0) return;
     let started = 0;
     for (const runner of this.#runners.values()) {
       if (runner.inFlight > 0) return; // a settle is coming, and it re-checks
@@ -933,6 +1397,24 @@ export class Engine {
     if (startedAfter !== started || this.#seeding > 0 || this.#paused || this.#state !== 'running') return;
     for (const s of stats) if (s.ready + s.delayed + s.inflight > 0) return;
     void this.#finish('idle');
+  }
+
+  /** Schedules every module (and spider) that has a `cron`; each firing submits a fresh run. */
+  #startCron(): void {
+    const options = this.#options.cron ?? {};
+    if (options.enabled === false) return;
+    if (![...this.registry.values()].some((r) => r.module.cron !== undefined)) return;
+    this.#cron = new CronScheduler({
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(this.#options.coordination === undefined ? {} : { coordination: this.#options.coordination }),
+      ...(options.misfireToleranceMs === undefined ? {} : { misfireToleranceMs: options.misfireToleranceMs }),
+      ...(options.gate === undefined ? {} : { gate: options.gate }),
+      namespace: this.#options.namespace ?? 'mocra',
+      onError: (jobId, err) => this.log.error({ err, jobId }, 'a cron firing failed to submit its task'),
+    });
+    const jobs = scheduleModuleCrons(this.registry, this.#cron, (task) => this.submit(task));
+    this.log.info({ jobs }, 'cron scheduled');
+    this.#cron.start();
   }
 
   #installStopTriggers(): void {
@@ -978,6 +1460,10 @@ export class Engine {
       reason === 'idle' ? 'crawl finished: nothing left to do' : `stopping (${reason})`,
     );
     const deadline = reason === 'idle' ? 0 : (this.#options.shutdownTimeoutMs ?? 10_000);
+    await this.#cron
+      ?.stop()
+      .catch((err: unknown) => this.log.error({ err }, 'stopping the cron scheduler failed'));
+    this.#recovery.stop();
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop(deadline)));
     for (const [stage] of this.#runners) {
       if (channels.stage.hasSubscribers) channels.stage.publish({ stage, phase: 'stop' });
@@ -997,13 +1483,16 @@ export class Engine {
         this.log.error({ err, module: registered.module.name }, 'closing a sink failed');
       }
     }
-    await this.#downloader
+    await this.downloads
       .close()
-      .catch((err: unknown) => this.log.error({ err }, 'closing the downloader failed'));
+      .catch((err: unknown) => this.log.error({ err }, 'closing the downloaders failed'));
     await this.frontier
       .close()
       .catch((err: unknown) => this.log.error({ err }, 'closing the frontier failed'));
     if (this.#ownsBackend) await this.#backend.close().catch(() => {});
+    await this.#journal
+      ?.close()
+      .catch((err: unknown) => this.log.error({ err }, 'closing the recovery journal failed'));
     this.#removeSignalHandlers?.();
     const endedAt = Date.now();
     const { state: _state, paused: _paused, uptimeMs: _uptime, ...rest } = stats;
@@ -1041,6 +1530,23 @@ function positiveInt(name: string, value: number | undefined, fallback: number):
     throw new InvalidArgumentError(`${name} must be an integer ≥ 1, got ${value}`);
   }
   return value;
+}
+
+/** What the failure policy needs to know about a request. */
+function workOf(request: Request): WorkScope {
+  let host: string | undefined;
+  try {
+    host = requestUrl(request).host.toLowerCase(); // cached on the request: no parse per call
+  } catch {
+    host = undefined;
+  }
+  return { module: request.module, runId: request.runId, url: request.url, fingerprint: request.fingerprint, host };
+}
+
+/** Names a delivery in watchdog messages: its URL, or its module. */
+function describeDelivery(delivery: Delivery<unknown>): string {
+  const where = describePayload(delivery.payload);
+  return where.url ?? where.module ?? delivery.id;
 }
 
 function keyOf(key: string | undefined): { key?: string } {

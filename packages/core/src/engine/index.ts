@@ -1,4 +1,5 @@
 export type {
+  EngineCronOptions,
   EngineOptions,
   EngineState,
   EngineStats,

@@ -44,6 +44,11 @@ export interface StageRunnerOptions<T> {
   onSettled(): void;
   /** Something went wrong outside a handler (queue errors, a settle that failed). */
   onInternalError(error: unknown, context: string): void;
+  /**
+   * A handler finished (not aborted by shutdown): how long it ran and whether it threw. Only
+   * timed when given, so a runner without observers reads no clock.
+   */
+  onHandled?(durationMs: number, ok: boolean): void;
   /** Lease length asked for on consume. @default the topic's leaseMs */
   leaseMs?: number;
   /** How long one consume call waits for a message before looping. @default 30000 */
@@ -222,6 +227,7 @@ export class StageRunner<T> {
   #start(delivery: Delivery<T>): void {
     this.#inFlight.add(delivery);
     this.#started++;
+    const startedAt = this.#options.onHandled === undefined ? 0 : performance.now();
     let result: Promise<HandlerResult> | HandlerResult;
     try {
       result = this.#options.handle(delivery, this.#work.signal);
@@ -230,17 +236,25 @@ export class StageRunner<T> {
     }
     if (result instanceof Promise) {
       result.then(
-        (r) => this.#finish(delivery, r, undefined),
-        (err: unknown) => this.#finish(delivery, undefined, err ?? new Error('handler rejected')),
+        (r) => this.#finish(delivery, r, undefined, startedAt),
+        (err: unknown) => this.#finish(delivery, undefined, err ?? new Error('handler rejected'), startedAt),
       );
     } else {
-      void this.#finish(delivery, result, undefined);
+      void this.#finish(delivery, result, undefined, startedAt);
     }
   }
 
-  async #finish(delivery: Delivery<T>, result: HandlerResult, error: unknown): Promise<void> {
+  async #finish(
+    delivery: Delivery<T>,
+    result: HandlerResult,
+    error: unknown,
+    startedAt: number,
+  ): Promise<void> {
     // Given up by stop() already (deadline passed): it was nacked there.
     if (!this.#inFlight.has(delivery)) return;
+    if (this.#options.onHandled !== undefined && !(error !== undefined && this.#work.signal.aborted)) {
+      this.#options.onHandled(performance.now() - startedAt, error === undefined);
+    }
     let outcome = result;
     if (error !== undefined) {
       if (this.#work.signal.aborted) {

@@ -40,10 +40,14 @@ export const STAGE_TOPICS: Readonly<Record<StageName, TopicName>> = Object.freez
 
 /** Starts a run of a module: its entry nodes' `generate` runs (a spider's `start`). */
 export interface TaskEvent {
-  module: string;
+  /** The module to run. With neither `module` nor `modules`, every registered module runs. */
+  module?: string;
+  /** Several modules in one task (upstream's `TaskEvent.module: Option<Vec<String>>`). */
+  modules?: string[];
   runId: string;
-  /** Partition key on distributed queues. @default undefined (one partition) */
+  /** Partition key on distributed queues; with `platform`, names the session. @default undefined (one partition; account 'default') */
   account?: string;
+  /** @default 'default' */
   platform?: string;
   /** Free-form parameters handed to `generate`. */
   params?: Record<string, unknown>;
@@ -61,12 +65,15 @@ export interface FollowUpTask {
   node: string;
   runId: string;
   account?: string;
+  platform?: string;
   requests: (Request | RequestData)[];
   meta: Record<string, unknown>;
   /** Depth of the response whose parse produced this follow-up, plus one. */
   depth: number;
   /** Fingerprint of that response's request. */
   parent?: string;
+  /** Why the target's generate runs: a hand-off (default), the advance gate, or a join. */
+  trigger?: 'follow-up' | 'advance' | 'join';
 }
 
 /**
@@ -88,6 +95,13 @@ export interface ErrorEvent {
   attempt: number;
   /** The delay the failure asked for: a RetryLaterError's `delayMs` or a Retry-After header. */
   retryAfterMs?: number;
+  /**
+   * The failure kind (policy/failure-kind.ts), classified from the live error — a steering error
+   * wrapped by a middleware included — so it survives a serializing queue.
+   */
+  kind?: string;
+  /** The HTTP status, for a status failure (HttpStatusError). */
+  status?: number;
   module?: string;
   node?: string;
   url?: string;

@@ -3,7 +3,7 @@ export { decodeText, detectCharset, normalizeCharset } from './charset.js';
 export type { ErrorEvent, FollowUpTask, StageName, TaskEvent, TopicName } from './events.js';
 export { ATTEMPT_HEADER, STAGE_TOPICS, TOPICS } from './events.js';
 export type { DataSink, ItemMeta } from './item.js';
-export type { RequestBody, RequestData, RequestInit } from './request.js';
+export type { ProxyChoice, RequestBody, RequestData, RequestInit } from './request.js';
 export { Request } from './request.js';
 export type { RedirectHop, ResponseData, ResponseHeaders, ResponseInit, TextOptions } from './response.js';
 export { Response } from './response.js';

@@ -11,6 +11,13 @@
 export type RequestBody = string | Uint8Array;
 
 /**
+ * How a request (or a module) uses the proxy pool: `false` never, `true` the pool's choice
+ * (tiers escalate per host), or a pin to one provider or tier, optionally sticky to a session
+ * key (the request's `account` is the session key when none is given).
+ */
+export type ProxyChoice = boolean | { provider?: string; tier?: number; session?: string };
+
+/**
  * Where the engine caches a request's parsed URL (see `requestUrl` in frontier/fingerprint.ts).
  * A symbol, so it never shows in JSON, spreads or enumerations.
  */
@@ -35,6 +42,10 @@ export interface RequestData {
   runId?: string;
   account?: string;
   fingerprint?: string;
+  downloader?: string;
+  proxy?: ProxyChoice;
+  platform?: string;
+  middleware?: string[];
 }
 
 /** What can be set when a request is created; everything else has a default. */
@@ -71,6 +82,14 @@ export class Request {
   account: string | undefined;
   /** Set by the frontier on admission; the first half of every item's `itemId`. */
   fingerprint: string | undefined;
+  /** The registered downloader that fetches it (its module's choice, else the default, when unset). */
+  downloader: string | undefined;
+  /** Proxy use for this request; wins over its module's setting. Unset: the module's, else the pool's choice. */
+  proxy: ProxyChoice | undefined;
+  /** The platform of its run (with `account`, it names the session). Set by the engine from the task. */
+  platform: string | undefined;
+  /** Names of non-global middleware to run for this request (and the items parsed from it), besides its module's. */
+  middleware: string[] | undefined;
   /** Internal cache; valid while its href equals `url`. */
   [PARSED_URL]: URL | undefined;
 
@@ -91,6 +110,10 @@ export class Request {
     this.runId = init.runId;
     this.account = init.account;
     this.fingerprint = undefined;
+    this.downloader = init.downloader;
+    this.proxy = init.proxy;
+    this.platform = init.platform;
+    this.middleware = init.middleware ? [...init.middleware] : undefined;
   }
 
   /** Set a header (chainable). */
@@ -118,6 +141,9 @@ export class Request {
       ...(this.maxRedirects === undefined ? {} : { maxRedirects: this.maxRedirects }),
       skipDedup: this.skipDedup,
       ...(this.dedupKey === undefined ? {} : { dedupKey: this.dedupKey }),
+      ...(this.downloader === undefined ? {} : { downloader: this.downloader }),
+      ...(this.proxy === undefined ? {} : { proxy: this.proxy }),
+      ...(this.middleware === undefined ? {} : { middleware: [...this.middleware] }),
       ...overrides,
     });
   }
@@ -141,6 +167,10 @@ export class Request {
     if (this.runId !== undefined) data.runId = this.runId;
     if (this.account !== undefined) data.account = this.account;
     if (this.fingerprint !== undefined) data.fingerprint = this.fingerprint;
+    if (this.downloader !== undefined) data.downloader = this.downloader;
+    if (this.proxy !== undefined) data.proxy = this.proxy;
+    if (this.platform !== undefined) data.platform = this.platform;
+    if (this.middleware !== undefined) data.middleware = this.middleware;
     return data;
   }
 

@@ -1,33 +1,60 @@
 /**
  * Modules and nodes: the one shape of work the engine runs. A module has nodes; each node
  * turns a task into requests (`generate`) and a response into output (`parse`: items,
- * follow-ups, errors). A `Spider` is compiled into a module with one node, so there is one
+ * follow-ups, a hand-off to the next nodes, a stop). Nodes form a DAG (`steps` for a chain,
+ * `dag` for a graph); a `Spider` is compiled into a module with one node, so there is one
  * engine path.
  *
  * ```
- *   task ─▶ generate(entry node) ─▶ requests ─▶ download ─▶ parse(same node) ─┬─▶ items ─▶ sink
- *                                                                             └─▶ follow-ups ─▶ generate(target node) ─▶ …
+ *   task ─▶ generate(every entry node) ─▶ requests ─▶ download ─▶ parse(same node) ─┬─▶ items ─▶ middleware ─▶ sink
+ *                                                                                   ├─▶ cx.follow(url, { node }) ─▶ parse(node)
+ *                                                                                   └─▶ cx.next(meta) ─▶ generate(each successor)
+ *   a parse with no follow-ups advances the run to the successors once (the advance gate)
  * ```
  */
+import type { JsonObject, ModuleConfig } from '@mocra/store';
+import type { ModuleSettings } from '../config/module-config.js';
 import type { FollowUpTask, TaskEvent } from '../model/events.js';
-import type { Request } from '../model/request.js';
+import type { ProxyChoice, Request } from '../model/request.js';
 import type { Response } from '../model/response.js';
 import type { Logger } from '../observability/logger.js';
+import type { CronInput } from '../schedule/cron.js';
+import type { LoginHook } from '../session/login.js';
+import type { LoginInfo } from '../session/session.js';
 import type { ParseContext } from './parse-context.js';
+
+/** Why a generate runs. */
+export type GenerateTrigger =
+  /** a run's task (entry nodes) */
+  | 'task'
+  /** a parse handed work to this node (`cx.next`, `cx.start`, or a follow-up without requests) */
+  | 'follow-up'
+  /** the advance gate: a predecessor's parse produced no follow-ups (once per run) */
+  | 'advance'
+  /** a join node: every predecessor finished for this run */
+  | 'join';
 
 /** What `generate` is given. */
 export interface GenerateContext {
   readonly module: string;
   readonly node: string;
   readonly runId: string;
-  /** 'task' when a run starts (entry nodes); 'follow-up' when a parse handed work to this node. */
-  readonly trigger: 'task' | 'follow-up';
+  readonly trigger: GenerateTrigger;
   /** The task that started the run (for 'task'). */
   readonly task: TaskEvent | undefined;
-  /** The follow-up that led here (for 'follow-up'). */
+  /** The follow-up that led here (for the other triggers). */
   readonly followUp: FollowUpTask | undefined;
-  /** `task.params` or `followUp.meta`: the input of this generate. */
+  /** `task.params`, or the meta the previous node handed on: the input of this generate. */
   readonly params: Readonly<Record<string, unknown>>;
+  /** The account and platform the run is for. @default 'default' */
+  readonly account: string;
+  readonly platform: string;
+  /** The module's layered config for this account × platform (typed getters for your own keys). */
+  readonly config: ModuleConfig | undefined;
+  /** The typed module settings mocra reads (downloader, middleware, login…). */
+  readonly settings: ModuleSettings | undefined;
+  /** The session's login, for modules with `shouldLogin` (after the login ran). */
+  readonly login: LoginInfo | undefined;
   /** Aborted when the engine stops. */
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -41,19 +68,84 @@ export interface ModuleNode<TItem = unknown> {
   /** Unique within its module. */
   readonly id: string;
   /**
-   * Produce requests. Called for a run's task (entry nodes) and for follow-ups without
-   * requests. A follow-up that carries requests (`cx.follow(url)`) does not call it.
-   * Without `generate`, a node produces nothing on its own.
+   * Produce requests. Called for a run's task (entry nodes), for hand-offs from a predecessor
+   * (`cx.next`, the advance gate, a join) and for follow-ups without requests. A follow-up that
+   * carries requests (`cx.follow(url)`) does not call it. Without `generate`, a node produces
+   * nothing on its own.
    */
   generate?(ctx: GenerateContext): GenerateOutput | Promise<GenerateOutput>;
   /** Handle a response of a request this node generated (any status). */
   parse(response: Response, ctx: ParseContext<TItem>): void | Promise<void>;
+  /**
+   * Fan-in: run `generate` once per run after every predecessor finished (trigger 'join'),
+   * instead of once per incoming hand-off. @default false
+   */
+  readonly join?: boolean;
+}
+
+/** A node, or the id of a node listed in the module's `nodes`. */
+export type NodeRef<TItem = unknown> = ModuleNode<TItem> | string;
+
+/** A graph of nodes: what `dag().edge(a, b)…build()` returns. */
+export interface ModuleDag<TItem = unknown> {
+  readonly nodes: readonly ModuleNode<TItem>[];
+  readonly edges: readonly (readonly [from: string, to: string])[];
+}
+
+/** Which accounts × platforms a module's cron starts runs for. */
+export interface CronTarget {
+  /** @default 'default' */
+  account?: string;
+  /** @default 'default' */
+  platform?: string;
+  params?: Record<string, unknown>;
+  /** Queue priority of the task. @default 0 */
+  priority?: number;
+}
+
+export interface ModuleCron {
+  schedule: CronInput;
+  /** @default one run for the default account and platform */
+  targets?: readonly CronTarget[];
 }
 
 export interface Module<TItem = unknown> {
   /** Unique per engine: namespaces tasks, stats and item ids. */
   readonly name: string;
-  readonly nodes: readonly ModuleNode<TItem>[];
-  /** Node ids a task starts. @default the first node */
+  /** @default 1 */
+  readonly version?: number;
+  /**
+   * The nodes. With `steps` or `dag` they may be left out (the nodes come from there); nodes
+   * listed here and in `steps`/`dag` are the same nodes.
+   */
+  readonly nodes?: readonly ModuleNode<TItem>[];
+  /** A linear chain: each node hands on to the next. */
+  readonly steps?: readonly NodeRef<TItem>[];
+  /** A graph (see `dag()`): fan-out, fan-in, several entry nodes. */
+  readonly dag?: ModuleDag<TItem>;
+  /**
+   * Node ids a task starts. @default every node without a predecessor when `steps`/`dag` is
+   * given, else the first node
+   */
   readonly entry?: readonly string[];
+  /**
+   * The registered downloader (by name) for this module's requests; a request's own choice wins,
+   * and a `downloader` key in the module's config layers (config.toml, account, platform) wins
+   * over this. @default the default downloader
+   */
+  readonly downloader?: string;
+  /** Proxy use for this module's requests (a request's own choice wins). @default true when proxies are configured */
+  readonly proxy?: ProxyChoice;
+  /** Headers every request of the module carries unless it sets them itself. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The module's own config layer, in code (module-config keys, see docs/configuration.md). */
+  readonly config?: JsonObject;
+  /** Start runs on a schedule (croner: 6 fields with seconds, or 5). */
+  readonly cron?: CronInput | ModuleCron;
+  /** Run `login` for the account × platform session before the first generate. @default false */
+  readonly shouldLogin?: boolean;
+  /** Logs the session in (required with `shouldLogin`). Throw when it did not work. */
+  readonly login?: LoginHook;
+  /** Besides the `login_statuses`, a response for which this returns true means the session is gone. */
+  readonly sessionGone?: (response: Response) => boolean;
 }

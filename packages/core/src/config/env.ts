@@ -1,0 +1,137 @@
+/**
+ * Environment overrides. Every key has one variable: `MOCRA_` + the dotted key upper-cased with
+ * `__` between tables — `crawler.task_concurrency` is `MOCRA_CRAWLER__TASK_CONCURRENCY`, `name`
+ * is `MOCRA_NAME`. Values are read by the key's type: numbers, booleans (`true/false`, `1/0`,
+ * `yes/no`, `on/off`), strings as given, arrays as JSON (`[401, 403]`) or a comma list
+ * (`401,403`), tables as JSON objects.
+ *
+ * `MOCRA_<TABLE>__<KEY>` naming a known table but an unknown key is an error (a typo would
+ * otherwise be silently ignored). Other `MOCRA_*` variables (`MOCRA_LOG_LEVEL`, `MOCRA_NODE_ID`…)
+ * belong to other components and are left alone.
+ */
+import type { ConfigIssue } from '../errors.js';
+import { type ConfigKeyDescriptor, configKeys, defOf, ENV_PREFIX, knownKeysAt, unwrap } from './keys.js';
+import { configSchema } from './schema.js';
+import { suggest } from './suggest.js';
+
+export interface EnvOverrides {
+  /** The overrides as a nested config object (only the keys that are set). */
+  values: Record<string, unknown>;
+  /** Which variable set each key: dotted key → variable name. */
+  variables: Map<string, string>;
+  /** Variables that could not be read (bad number, bad JSON, unknown key). */
+  issues: ConfigIssue[];
+}
+
+const TRUE = new Set(['true', '1', 'yes', 'on']);
+const FALSE = new Set(['false', '0', 'no', 'off']);
+const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/** Reads every `MOCRA_*` override from `env`. Never throws; problems are returned as issues. */
+export function readEnvOverrides(env: Readonly<Record<string, string | undefined>>): EnvOverrides {
+  const byVariable = new Map<string, ConfigKeyDescriptor>();
+  for (const descriptor of configKeys()) byVariable.set(descriptor.env, descriptor);
+  const tables = new Set(
+    configKeys()
+      .filter((d) => d.path.length > 1)
+      .map((d) => d.path[0]!.toUpperCase()),
+  );
+  const values: Record<string, unknown> = {};
+  const variables = new Map<string, string>();
+  const issues: ConfigIssue[] = [];
+
+  for (const variable of Object.keys(env).sort()) {
+    const text = env[variable];
+    if (text === undefined || !variable.startsWith(ENV_PREFIX)) continue;
+    const descriptor = byVariable.get(variable);
+    if (!descriptor) {
+      const rest = variable.slice(ENV_PREFIX.length);
+      const parts = rest.split('__');
+      if (parts.length > 1 && tables.has(parts[0]!)) {
+        const path = parts.map((p) => p.toLowerCase());
+        const known = knownKeysAt(configSchema, path.slice(0, -1));
+        const hint = suggest(path.at(-1)!, known);
+        issues.push({
+          kind: 'unknown-key',
+          key: path.join('.'),
+          message: `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}`,
+          source: { kind: 'env', variable },
+        });
+      }
+      continue;
+    }
+    const parsed = parseEnvValue(descriptor, text);
+    if ('error' in parsed) {
+      issues.push({
+        kind: 'type',
+        key: descriptor.key,
+        message: parsed.error,
+        source: { kind: 'env', variable },
+      });
+      continue;
+    }
+    let target = values;
+    for (const segment of descriptor.path.slice(0, -1)) {
+      const next = target[segment];
+      if (typeof next === 'object' && next !== null) target = next as Record<string, unknown>;
+      else {
+        const created: Record<string, unknown> = {};
+        target[segment] = created;
+        target = created;
+      }
+    }
+    target[descriptor.path.at(-1)!] = parsed.value;
+    variables.set(descriptor.key, variable);
+  }
+  return { values, variables, issues };
+}
+
+function parseEnvValue(
+  descriptor: ConfigKeyDescriptor,
+  text: string,
+): { value: unknown } | { error: string } {
+  const trimmed = text.trim();
+  switch (descriptor.kind) {
+    case 'string':
+    case 'enum':
+      return { value: text };
+    case 'integer':
+    case 'number':
+      return NUMBER.test(trimmed)
+        ? { value: Number(trimmed) }
+        : { error: `expected ${descriptor.kind === 'integer' ? 'an integer' : 'a number'}, got '${text}'` };
+    case 'boolean': {
+      const lower = trimmed.toLowerCase();
+      if (TRUE.has(lower)) return { value: true };
+      if (FALSE.has(lower)) return { value: false };
+      return { error: `expected a boolean (true/false, 1/0, yes/no, on/off), got '${text}'` };
+    }
+    case 'array': {
+      if (trimmed.startsWith('[')) return parseJson(trimmed, 'array');
+      if (trimmed === '') return { value: [] };
+      const element = defOf(unwrap(defOf(unwrap(descriptor.schema)).element!)).type;
+      const parts = trimmed.split(',').map((p) => p.trim());
+      if (element !== 'number') return { value: parts };
+      const bad = parts.find((p) => !NUMBER.test(p));
+      return bad === undefined
+        ? { value: parts.map(Number) }
+        : { error: `expected a list of numbers, got '${bad}'` };
+    }
+    case 'table':
+      return parseJson(trimmed, 'table');
+  }
+}
+
+function parseJson(text: string, expected: 'array' | 'table'): { value: unknown } | { error: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { error: `expected JSON (${expected}): ${(err as Error).message}` };
+  }
+  const ok =
+    expected === 'array'
+      ? Array.isArray(value)
+      : typeof value === 'object' && value !== null && !Array.isArray(value);
+  return ok ? { value } : { error: `expected a JSON ${expected === 'array' ? 'array' : 'object'}` };
+}

@@ -1,0 +1,496 @@
+/**
+ * The schema of mocra's configuration: one zod schema for `config.toml`, for environment
+ * overrides and for config given in code. Every key carries {@link ConfigKeyInfo} (whether a
+ * running engine applies a change live, what it does, the upstream name) in the
+ * {@link configKeyInfo} registry; `docs/configuration.md` lists the same keys, and a test keeps
+ * the two in step.
+ *
+ * Keys are snake_case everywhere (TOML, code, `MOCRA_*` variables), as in upstream mocra. Every
+ * table is strict: an unknown key is an error, not silently ignored.
+ */
+import { ProxyConfigError, parseProxyConfig } from '@mocra/proxy';
+import { z } from 'zod';
+
+/** What the docs and the reloader need to know about one key. */
+export interface ConfigKeyInfo {
+  /** A running engine applies a change of this key on reload; otherwise the change waits for a restart. */
+  live: boolean;
+  /** One or two sentences for docs/configuration.md. */
+  description: string;
+  /** The upstream (Rust mocra) key this one replaces, when there is one. */
+  upstream?: string;
+}
+
+/** Metadata of every key of {@link configSchema} (looked up by the key's schema object). */
+export const configKeyInfo = z.registry<ConfigKeyInfo>();
+
+function key<T extends z.ZodType>(schema: T, info: ConfigKeyInfo): T {
+  configKeyInfo.add(schema, info);
+  return schema;
+}
+
+const positiveInt = () => z.int().min(1);
+const nonNegativeInt = () => z.int().min(0);
+const durationMs = () => z.int().min(0);
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'not a valid HTTP header name');
+const headerMap = z.record(headerName, z.string());
+const statusCode = z.int().min(100).max(599);
+const name = z.string().min(1);
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * The keys a module's config understands (module config, the typed part): found in the
+ * `[module_defaults]`, `[modules.<name>]`, `[accounts.<name>]` and `[platforms.<name>]` tables,
+ * in programmatic layers and (later) in database layers. Any other key is the user's own (any
+ * JSON value) and is read with the typed getters of {@link ModuleConfig}.
+ */
+export const moduleSettingsShape = {
+  downloader: key(name.optional(), {
+    live: true,
+    description:
+      "Name of the downloader this module's requests go through (one registered with `.downloader(d)`); a request can name its own. Unset: the default downloader.",
+    upstream: 'module config `downloader`',
+  }),
+  use_proxy: key(
+    z
+      .union([
+        z.boolean(),
+        z.strictObject({
+          provider: name.optional(),
+          tier: z.int().min(0).optional(),
+          session: name.optional(),
+        }),
+      ])
+      .optional(),
+    {
+      live: true,
+      description:
+        "Proxy use of the module's requests when `[proxy]` is configured: `false` never, `true` the pool's choice (tiers escalate per host), or `{ provider, tier, session }` to pin one; a request's own `proxy` wins. Unset: the module's code (`proxy` of the spider or module), else `true`.",
+      upstream: 'module config `enable_proxy` (boolean only)',
+    },
+  ),
+  enable_session: key(z.boolean().optional(), {
+    live: true,
+    description:
+      'Keep a cookie jar and sticky headers per account × platform and apply them to every request of the module.',
+    upstream: 'download_config.enable_session',
+  }),
+  sticky_headers: key(z.array(headerName).optional(), {
+    live: true,
+    description:
+      'Response headers (by name) written back into the session and sent with later requests of the same account × platform (e.g. a CSRF header).',
+    upstream: 'request `cache_headers`',
+  }),
+  headers: key(headerMap.optional(), {
+    live: true,
+    description: "Headers added to every request of the module (a request's own headers win).",
+  }),
+  timeout_ms: key(positiveInt().optional(), {
+    live: true,
+    description: 'Timeout of requests that set none, in ms (headers and body each).',
+    upstream: 'download_config.timeout / module `default_timeout`',
+  }),
+  download_middleware: key(z.array(name).optional(), {
+    live: true,
+    description:
+      'Names of non-global download middleware that run for this module (besides every global one).',
+    upstream: 'rel_module_download_middleware rows',
+  }),
+  data_middleware: key(z.array(name).optional(), {
+    live: true,
+    description: 'Names of non-global data middleware that run for this module.',
+    upstream: 'rel_module_data_middleware rows',
+  }),
+  store_middleware: key(z.array(name).optional(), {
+    live: true,
+    description: 'Names of non-global store middleware that run for this module.',
+  }),
+  middleware_weights: key(z.record(name, z.int()).optional(), {
+    live: true,
+    description:
+      'Per-middleware weight overrides for this module (`{ name = weight }`); ascending weight runs first before, last after.',
+    upstream: 'middleware `weight` per relation',
+  }),
+  login_statuses: key(z.array(statusCode).optional(), {
+    live: true,
+    description:
+      'Statuses that mean the session is gone: the module logs in again and the request is retried (only for modules with `shouldLogin`).',
+  }),
+  login_max_attempts: key(positiveInt().optional(), {
+    live: true,
+    description: 'Login attempts in a row before the session fails with MOCRA_ERR_LOGIN_FAILED.',
+  }),
+} as const;
+
+/** One module-config layer: the typed keys above, plus any JSON the user wants. */
+export const moduleLayerSchema = z.object(moduleSettingsShape).catchall(z.json());
+
+export type ModuleLayerInput = z.input<typeof moduleLayerSchema>;
+
+const crawler = z
+  .strictObject({
+    task_concurrency: key(positiveInt().default(32), {
+      live: true,
+      description: 'Concurrent downloads: the worker pool of the download stage.',
+      upstream: 'crawler.task_concurrency',
+    }),
+    generate_concurrency: key(positiveInt().default(4), {
+      live: true,
+      description: "Task-stage workers: entry nodes' generate for new runs.",
+    }),
+    parser_concurrency: key(positiveInt().default(16), {
+      live: true,
+      description: 'Parse-stage workers.',
+      upstream: 'crawler.parser_concurrency',
+    }),
+    parser_task_concurrency: key(positiveInt().default(8), {
+      live: true,
+      description: 'Follow-up workers: generate of the next node for work a parse handed on.',
+      upstream: 'crawler.parser_concurrency (shared there)',
+    }),
+    error_task_concurrency: key(positiveInt().default(4), {
+      live: true,
+      description: 'Error-stage workers (retry decisions, dead-lettering).',
+      upstream: 'crawler.error_task_concurrency',
+    }),
+    shutdown_timeout_ms: key(durationMs().default(10_000), {
+      live: false,
+      description:
+        'On stop, how long work in flight may take before it is aborted and put back on its queue.',
+    }),
+    auto_seed: key(z.boolean().default(true), {
+      live: false,
+      description:
+        'Start one run of every registered module when the engine starts — also when the config comes from a file (upstream switched seeding off with `from_toml`).',
+    }),
+  })
+  .prefault({});
+
+const download = z
+  .strictObject({
+    user_agent: key(z.string().min(1).optional(), {
+      live: false,
+      description:
+        'User-Agent of every request that sets none. Unset: `mocra/<version> (+https://github.com/mocra-ts/mocra)`.',
+    }),
+    headers: key(headerMap.default({}), {
+      live: false,
+      description: "Headers sent with every request (a request's own headers win).",
+    }),
+    connect_timeout_ms: key(positiveInt().default(10_000), {
+      live: false,
+      description: 'Time to establish a TCP/TLS connection.',
+    }),
+    headers_timeout_ms: key(positiveInt().default(30_000), {
+      live: false,
+      description: 'Time from sending a request to receiving the response headers.',
+      upstream: 'download_config.timeout',
+    }),
+    body_timeout_ms: key(positiveInt().default(30_000), {
+      live: false,
+      description: 'Longest pause between two body chunks.',
+    }),
+    max_response_size: key(positiveInt().default(10 * 1024 * 1024), {
+      live: false,
+      description:
+        'Largest body kept, in bytes after decompression; larger ones fail with MOCRA_ERR_BODY_TOO_LARGE.',
+      upstream: 'download_config.max_response_size',
+    }),
+    max_redirects: key(nonNegativeInt().default(10), {
+      live: false,
+      description: 'Redirects followed per request (0 = none).',
+    }),
+    decompress: key(z.boolean().default(true), {
+      live: false,
+      description: 'Ask for and decode gzip, deflate and br bodies.',
+    }),
+    pool_size: key(positiveInt().default(64), {
+      live: false,
+      description: 'Sockets per origin.',
+      upstream: 'download_config.pool_size',
+    }),
+    keep_alive_timeout_ms: key(positiveInt().default(10_000), {
+      live: false,
+      description: 'Idle keep-alive sockets close after this long.',
+    }),
+  })
+  .prefault({});
+
+const frontier = z
+  .strictObject({
+    dedup: key(z.boolean().default(true), {
+      live: false,
+      description: 'Drop requests whose fingerprint was seen before in the run.',
+      upstream: 'crawler.dedup_ttl_secs (inert upstream)',
+    }),
+    max_depth: key(nonNegativeInt().optional(), {
+      live: false,
+      description: 'Drop requests deeper than this (seeds are depth 0). Unset: no limit.',
+    }),
+    max_pages: key(positiveInt().optional(), {
+      live: false,
+      description: 'Admit at most this many requests per run (retries do not count). Unset: no limit.',
+    }),
+  })
+  .prefault({});
+
+const retry = z
+  .strictObject({
+    max_retries: key(nonNegativeInt().default(3), {
+      live: false,
+      description:
+        'Retries after the first failure of a download, parse or store (so up to max_retries + 1 attempts).',
+      upstream: 'crawler.request_max_retries',
+    }),
+    base_delay_ms: key(durationMs().default(500), {
+      live: false,
+      description: 'First backoff delay; it doubles with every attempt.',
+    }),
+    max_delay_ms: key(durationMs().default(30_000), {
+      live: false,
+      description: 'Longest backoff delay, also the cap on Retry-After.',
+    }),
+    retry_statuses: key(z.array(statusCode).default([408, 429, 500, 502, 503, 504]), {
+      live: false,
+      description: 'Statuses retried (while retries remain) instead of reaching parse.',
+    }),
+    jitter: key(z.boolean().default(true), {
+      live: false,
+      description: 'Spread delays by ±20 % so retries of many requests do not arrive together.',
+    }),
+  })
+  .prefault({})
+  .check((ctx) => {
+    if (ctx.value.max_delay_ms < ctx.value.base_delay_ms) {
+      ctx.issues.push({
+        code: 'custom',
+        input: ctx.value.max_delay_ms,
+        path: ['max_delay_ms'],
+        message: `must be at least base_delay_ms (${ctx.value.base_delay_ms})`,
+      });
+    }
+  });
+
+const logger = z
+  .strictObject({
+    level: key(z.enum(LOG_LEVELS).optional(), {
+      live: true,
+      description:
+        'Log level. Unset: `MOCRA_LOG_LEVEL`, else `info` (`silent` under a test runner); `MOCRA_DISABLE_LOGS=1` silences everything.',
+      upstream: 'logger.level',
+    }),
+  })
+  .prefault({});
+
+const scheduler = z
+  .strictObject({
+    enabled: key(z.boolean().default(true), {
+      live: false,
+      description: 'Fire the cron schedules of modules and spiders on this node.',
+    }),
+    misfire_tolerance_ms: key(durationMs().default(300_000), {
+      live: true,
+      description:
+        'A firing missed by more than this (the process was stopped or blocked) is skipped and reported instead of run late.',
+      upstream: 'scheduler.misfire_tolerance_secs',
+    }),
+  })
+  .prefault({});
+
+/** `[api]`: the control API and dashboard (packages/core/src/api; docs/api-reference.md). */
+const api = z
+  .strictObject({
+    enabled: key(z.boolean().default(false), {
+      live: false,
+      description:
+        'Serve the control API and the dashboard next to the crawl (`.dashboard()` does the same in code).',
+    }),
+    host: key(z.string().min(1).default('127.0.0.1'), {
+      live: false,
+      description:
+        'Interface the API binds. `0.0.0.0` makes it reachable from other machines and containers (Prometheus in Docker).',
+    }),
+    port: key(z.int().min(0).max(65535).default(8905), {
+      live: false,
+      description:
+        'Port of the API; 0 picks a free one. A port that cannot be bound stops start-up (`MOCRA_ERR_API_BIND`).',
+      upstream: 'api.port',
+    }),
+    api_key: key(z.string().min(1).optional(), {
+      live: false,
+      description:
+        'Key of the authenticated endpoints (`Authorization: Bearer <key>` or `x-api-key`). Unset: they answer 403.',
+      upstream: 'api.api_key',
+    }),
+    rate_limit: key(z.number().min(0).default(10), {
+      live: false,
+      description:
+        "Mutating API requests per second per key (token bucket); 0 turns the limit off. Reads, the dashboard's polling among them, are never limited.",
+      upstream: 'api.rate_limit',
+    }),
+    rate_limit_burst: key(positiveInt().optional(), {
+      live: false,
+      description: 'Requests a key may make at once before the rate applies. Unset: twice `rate_limit`.',
+    }),
+    dashboard: key(z.boolean().default(true), {
+      live: false,
+      description: 'Serve the dashboard page at `/` (the JSON endpoints are served either way).',
+    }),
+    keep_alive: key(z.boolean().default(false), {
+      live: false,
+      description:
+        'Service mode: keep the engine running when no work is left, taking work from `/start_work`, until it is stopped.',
+    }),
+    log_buffer_size: key(positiveInt().default(1000), {
+      live: false,
+      description: 'Log records kept for `/observability/logs` and the logs panel.',
+    }),
+    log_level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('debug'), {
+      live: false,
+      description:
+        'Lowest level the logs panel records (independent of `logger.level`, which is what goes to stderr); `debug` includes one line per download.',
+    }),
+  })
+  .prefault({});
+
+/**
+ * `[channel_config]`: where the stage queues live and how their messages are encoded — the switch
+ * between one process and a cluster (docs/deployment.md). `MOCRA_QUEUE` / `MOCRA_COORDINATION`
+ * are short forms of the first two keys.
+ */
+const backendUrl = z.string().regex(/^[a-z][a-z0-9+.-]*:/i, 'a URL with a scheme (redis://, nats://, …)');
+const channelConfig = z
+  .strictObject({
+    queue: key(backendUrl.optional(), {
+      live: false,
+      description:
+        'Queue backend of the stage topics: `memory://` (one process), `redis://host:6379`, `nats://host:4222` or `kafka://host:9092`. Anything but memory makes the run distributed. Unset: `MOCRA_QUEUE`, else memory.',
+      upstream: 'channel_config.kafka / channel_config.nats',
+    }),
+    coordination: key(backendUrl.optional(), {
+      live: false,
+      description:
+        'Coordination backend of a distributed run (membership, seeding lock, completion): `redis://host:6379`, or `local://` for one process. Unset: `MOCRA_COORDINATION`, else the queue URL when it is Redis.',
+    }),
+    run_id: key(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+        .optional(),
+      {
+        live: false,
+        description:
+          'Id shared by every process of one distributed crawl (its seeding marker, dedup set and end marker). A finished run stays finished: give a new crawl a new id. Unset: `MOCRA_RUN_ID`, else `name`.',
+      },
+    ),
+    queue_codec: key(z.enum(['msgpack', 'json']).default('msgpack'), {
+      live: false,
+      description: 'How messages are encoded on Redis, NATS and Kafka.',
+      upstream: 'channel_config.queue_codec',
+    }),
+    compression_threshold: key(nonNegativeInt().default(16_384), {
+      live: false,
+      description: 'Encoded messages at least this large are gzip-compressed (0 = never).',
+      upstream: 'channel_config.compression_threshold',
+    }),
+    max_payload_bytes: key(positiveInt().optional(), {
+      live: false,
+      description:
+        "Largest encoded message accepted; a larger one (a huge response) fails with MOCRA_ERR_PAYLOAD_TOO_LARGE and is dead-lettered. Unset: the backend's limit (Redis 16 MiB, NATS the server's max_payload, Kafka 1 MB).",
+    }),
+    lease_ms: key(positiveInt().optional(), {
+      live: false,
+      description:
+        "How long a worker holds a message before it is redelivered elsewhere (a dead worker's work comes back after this). Unset: 30000.",
+    }),
+    max_deliveries: key(positiveInt().optional(), {
+      live: false,
+      description: 'Deliveries of one message before it goes to the dead-letter queue. Unset: 5.',
+      upstream: 'channel_config.nack_max_retries',
+    }),
+  })
+  .prefault({});
+
+/**
+ * `[proxy]`: the proxy pool (docs/proxies.md). Its keys are @mocra/proxy's, validated by
+ * `parseProxyConfig` (camelCase or snake_case; durations as '30s'), whose issues are mapped
+ * back to `proxy.<key>` paths so they get file positions like any other key.
+ */
+const proxy = key(
+  z
+    .record(z.string(), z.unknown())
+    .optional()
+    .check((ctx) => {
+      if (ctx.value === undefined) return;
+      try {
+        parseProxyConfig(ctx.value);
+      } catch (err) {
+        if (!(err instanceof ProxyConfigError)) throw err;
+        for (const issue of err.issues) {
+          ctx.issues.push({
+            code: 'custom',
+            input: ctx.value,
+            path: proxyIssuePath(issue.key),
+            message: issue.message,
+          });
+        }
+      }
+    }),
+  {
+    live: false,
+    description:
+      'The proxy pool: `proxies`, `tunnels`, `providers`, `direct`, tiers, rate limits, health checks (every key in docs/proxies.md). Requests of the HTTP and browser downloaders go through it and every outcome is reported back. Unset: no proxies.',
+    upstream: '`[proxy]` (mocra-proxy `ProxyConfig`)',
+  },
+);
+
+/** `proxy.providers[0].url` → `['providers', 0, 'url']` (relative to the `[proxy]` table). */
+function proxyIssuePath(issueKey: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (const m of issueKey.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) {
+    if (m[2] !== undefined) out.push(Number(m[2]));
+    else if (m[1] !== undefined) out.push(m[1]);
+  }
+  return out[0] === 'proxy' ? out.slice(1) : out;
+}
+
+const layerTable = (description: string) =>
+  key(z.record(name, moduleLayerSchema).default({}), { live: true, description });
+
+/** The whole configuration. Every table and key is optional; defaults fill what is missing. */
+export const configSchema = z.strictObject({
+  name: key(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits, `_`, `.`, `:` and `-` only')
+      .default('mocra'),
+    {
+      live: false,
+      description: 'Name of this deployment: the namespace of its queue topics and coordination keys.',
+      upstream: 'name',
+    },
+  ),
+  crawler,
+  download,
+  frontier,
+  retry,
+  logger,
+  scheduler,
+  api,
+  channel_config: channelConfig,
+  module_defaults: key(moduleLayerSchema.default({}), {
+    live: true,
+    description:
+      "The config.toml layer of every module's config: below the module/account/platform layers, above built-in defaults.",
+  }),
+  modules: layerTable('Module layers without a database, by module name (`[modules.catalog]`).'),
+  accounts: layerTable('Account layers without a database, by account name (`[accounts.alice]`).'),
+  platforms: layerTable('Platform layers without a database, by platform name (`[platforms.shop]`).'),
+  proxy,
+});
+
+/** The configuration after validation, with every default filled in. */
+export type MocraConfig = z.output<typeof configSchema>;
+/** What a TOML file, the environment or code may give: any subset of the keys. */
+export type MocraConfigInput = z.input<typeof configSchema>;

@@ -1,0 +1,80 @@
+/**
+ * How the builder decides between one process and a cluster, by configuration only: builder
+ * methods first, then the environment, then the in-memory default.
+ *
+ * | setting      | builder                 | environment          | TOML (`[channel_config]`) |
+ * | ------------ | ----------------------- | -------------------- | ------------------------- |
+ * | queue        | `.queue(url)`           | `MOCRA_QUEUE`        | `queue`                   |
+ * | coordination | `.coordination(url)`    | `MOCRA_COORDINATION` | `coordination`            |
+ * | run id       | `.cluster({ runId })`   | `MOCRA_RUN_ID`       | `run_id`                  |
+ * | member id    | `.cluster({ nodeId })`  | `MOCRA_NODE_ID`      | —                         |
+ * | namespace    | `.engineOptions({ namespace })` | `MOCRA_NAME` | `name`                    |
+ *
+ * A queue URL other than `memory://` makes the run distributed.
+ */
+import type { DistributedOptions, MocraConfig } from '@mocra/core';
+
+/** What `.cluster()` sets (besides the queue and coordination URLs). */
+export type ClusterOptions = Omit<DistributedOptions, 'queue' | 'coordination'>;
+
+export interface ClusterSettings {
+  queue?: string;
+  coordination?: string;
+  cluster?: ClusterOptions;
+  namespace?: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The distributed options in force, or undefined for a single in-memory process. */
+export function resolveClusterOptions(
+  settings: ClusterSettings,
+  env: Env = process.env,
+): DistributedOptions | undefined {
+  const queue = settings.queue ?? nonEmpty(env.MOCRA_QUEUE);
+  if (queue === undefined || /^memory:(\/\/)?\/*$/i.test(queue.trim())) return undefined;
+  const coordination = settings.coordination ?? nonEmpty(env.MOCRA_COORDINATION);
+  const runId = settings.cluster?.runId ?? nonEmpty(env.MOCRA_RUN_ID);
+  const nodeId = settings.cluster?.nodeId ?? nonEmpty(env.MOCRA_NODE_ID);
+  const namespace = settings.cluster?.namespace ?? settings.namespace ?? nonEmpty(env.MOCRA_NAME);
+  return {
+    ...settings.cluster,
+    queue,
+    ...(coordination === undefined ? {} : { coordination }),
+    ...(runId === undefined ? {} : { runId }),
+    ...(nodeId === undefined ? {} : { nodeId }),
+    ...(namespace === undefined ? {} : { namespace }),
+  };
+}
+
+/**
+ * The cluster settings of a loaded config (`name` and `[channel_config]`), for
+ * `builder.queue(...)` / `.coordination(...)` / `.cluster(...)`.
+ */
+export function clusterSettingsFromConfig(config: MocraConfig): ClusterSettings {
+  const c = config.channel_config;
+  const queueOptions: NonNullable<DistributedOptions['queueOptions']> = {
+    codec: {
+      format: c.queue_codec,
+      compressThresholdBytes: c.compression_threshold,
+    },
+    ...(c.max_payload_bytes === undefined ? {} : { maxPayloadBytes: c.max_payload_bytes }),
+    topicDefaults: {
+      ...(c.lease_ms === undefined ? {} : { leaseMs: c.lease_ms }),
+      ...(c.max_deliveries === undefined ? {} : { maxDeliveries: c.max_deliveries }),
+    },
+  };
+  return {
+    ...(c.queue === undefined ? {} : { queue: c.queue }),
+    ...(c.coordination === undefined ? {} : { coordination: c.coordination }),
+    namespace: config.name,
+    cluster: {
+      queueOptions,
+      ...(c.run_id === undefined ? {} : { runId: c.run_id }),
+    },
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
