@@ -1540,7 +1540,13 @@ function workOf(request: Request): WorkScope {
   } catch {
     host = undefined;
   }
-  return { module: request.module, runId: request.runId, url: request.url, fingerprint: request.fingerprint, host };
+  return {
+    module: request.module,
+    runId: request.runId,
+    url: request.url,
+    fingerprint: request.fingerprint,
+    host,
+  };
 }
 
 /** Names a delivery in watchdog messages: its URL, or its module. */

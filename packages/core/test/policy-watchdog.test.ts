@@ -1,0 +1,212 @@
+import diagnostics_channel from 'node:diagnostics_channel';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { HandlerTimeoutError } from '../src/errors.js';
+import { classifyError } from '../src/policy/failure-kind.js';
+import { POLICY_CHANNEL_NAMES, type WatchdogTimeoutMessage } from '../src/policy/policy-channels.js';
+import { PolicyResolver } from '../src/policy/policy-resolver.js';
+import { ProgressWatchdog, type StallReport } from '../src/policy/progress-watchdog.js';
+import { HandlerWatchdog, runWithDeadline } from '../src/policy/watchdog.js';
+import { ManualClock } from '../src/schedule/clock.js';
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+beforeEach(() => {
+  unhandled.length = 0;
+  process.on('unhandledRejection', onUnhandled);
+});
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled);
+});
+
+describe('runWithDeadline', () => {
+  test('a handler that finishes in time returns its value; no timer is left behind', async () => {
+    const clock = new ManualClock();
+    await expect(
+      runWithDeadline(async () => 42, { timeoutMs: 1_000, label: 'parse a', clock }),
+    ).resolves.toBe(42);
+    await expect(
+      runWithDeadline(
+        async () => {
+          throw new Error('own failure');
+        },
+        { timeoutMs: 1_000, label: 'parse a', clock },
+      ),
+    ).rejects.toThrow('own failure');
+    expect(clock.pending).toBe(0);
+  });
+
+  test('a handler that never returns is aborted at its deadline and fails with a retryable timeout', async () => {
+    const clock = new ManualClock();
+    const seen: WatchdogTimeoutMessage[] = [];
+    const listener = (m: unknown) => seen.push(m as WatchdogTimeoutMessage);
+    diagnostics_channel.subscribe(POLICY_CHANNEL_NAMES.watchdog, listener);
+    let handlerSignal: AbortSignal | undefined;
+    try {
+      const outcome = runWithDeadline(
+        (signal) => {
+          handlerSignal = signal;
+          return new Promise<never>(() => {}); // never settles, ignores its signal
+        },
+        { timeoutMs: 5_000, label: 'download http://x/', clock },
+      ).catch((e: unknown) => e);
+      await clock.advance(4_999);
+      expect(handlerSignal?.aborted).toBe(false);
+      await clock.advance(1);
+      const error = await outcome;
+      expect(error).toBeInstanceOf(HandlerTimeoutError);
+      expect(error).toMatchObject({ code: 'MOCRA_ERR_HANDLER_TIMEOUT', retryable: true, timeoutMs: 5_000 });
+      expect(handlerSignal?.aborted).toBe(true);
+      expect(handlerSignal?.reason).toBe(error);
+      // It takes the retry path: a timeout, retried with backoff.
+      expect(classifyError(error)).toBe('timeout');
+      const decision = new PolicyResolver({ random: () => 0 }).decide({
+        code: (error as HandlerTimeoutError).code,
+        stage: 'parse',
+        attempt: 1,
+      });
+      expect(decision).toMatchObject({ action: 'retry', kind: 'timeout', delayMs: 1_000 });
+    } finally {
+      diagnostics_channel.unsubscribe(POLICY_CHANNEL_NAMES.watchdog, listener);
+    }
+    expect(seen).toEqual([{ label: 'download http://x/', timeoutMs: 5_000, at: 5_000 }]);
+  });
+
+  test("an abandoned handler's late rejection is swallowed, its late value ignored", async () => {
+    const clock = new ManualClock();
+    let rejectLate: (e: Error) => void = () => {};
+    const outcome = runWithDeadline(
+      () =>
+        new Promise<string>((_, reject) => {
+          rejectLate = reject;
+        }),
+      { timeoutMs: 10, label: 'store', clock },
+    ).catch((e: unknown) => e);
+    await clock.advance(10);
+    expect(await outcome).toBeInstanceOf(HandlerTimeoutError);
+    rejectLate(new Error('late'));
+    await new Promise((r) => setImmediate(r));
+    expect(unhandled).toEqual([]);
+  });
+
+  test('a parent abort reaches the handler; 0 means no deadline', async () => {
+    const clock = new ManualClock();
+    const parent = new AbortController();
+    const outcome = runWithDeadline(
+      (signal) =>
+        new Promise<string>((resolve) =>
+          signal.addEventListener('abort', () => resolve(`aborted: ${signal.reason}`)),
+        ),
+      { timeoutMs: 0, label: 'x', clock, signal: parent.signal },
+    );
+    expect(clock.pending).toBe(0);
+    parent.abort('shutdown');
+    await expect(outcome).resolves.toBe('aborted: shutdown');
+    const already = runWithDeadline((signal) => signal.aborted, {
+      timeoutMs: 5,
+      label: 'y',
+      clock,
+      signal: parent.signal,
+    });
+    await expect(already).resolves.toBe(true);
+  });
+
+  test('HandlerWatchdog applies per-kind deadlines and counts timeouts', async () => {
+    const clock = new ManualClock();
+    const watchdog = new HandlerWatchdog({ timeouts: { parse: 100, download: 0 }, clock });
+    const stuck = watchdog
+      .run('parse', 'parse p', undefined, () => new Promise<never>(() => {}))
+      .catch((e) => e);
+    const unbounded = watchdog.run('download', 'download d', undefined, async () => 'ok');
+    await clock.advance(100);
+    expect(await stuck).toBeInstanceOf(HandlerTimeoutError);
+    expect(await unbounded).toBe('ok');
+    expect(watchdog.timeouts()).toEqual({ parse: 1 });
+    expect(watchdog.timeoutOf('generate')).toBe(0);
+    expect(() => new HandlerWatchdog({ timeouts: { parse: -1 } })).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }),
+    );
+  });
+});
+
+describe('ProgressWatchdog', () => {
+  function setup(pending: () => number) {
+    const clock = new ManualClock();
+    const reports: StallReport[] = [];
+    const watchdog = new ProgressWatchdog({
+      stallMs: 60_000,
+      checkEveryMs: 5_000,
+      pending,
+      clock,
+      onStall: (r) => reports.push(r),
+    });
+    return { clock, reports, watchdog };
+  }
+
+  test('no report while work moves', async () => {
+    const { clock, reports, watchdog } = setup(() => 10);
+    watchdog.start();
+    for (let i = 0; i < 100; i++) {
+      await clock.advance(30_000);
+      watchdog.progress();
+    }
+    watchdog.stop();
+    expect(reports).toEqual([]);
+    expect(clock.pending).toBe(0);
+  });
+
+  test('reports a stall with work pending, again every stallMs, and resets on progress', async () => {
+    const onChannel: StallReport[] = [];
+    const listener = (m: unknown) => onChannel.push(m as StallReport);
+    diagnostics_channel.subscribe(POLICY_CHANNEL_NAMES.stall, listener);
+    const { clock, reports, watchdog } = setup(() => 7);
+    try {
+      watchdog.start();
+      await clock.advance(59_999);
+      expect(reports).toHaveLength(0);
+      await clock.advance(1);
+      expect(reports).toHaveLength(1);
+      expect(reports[0]).toMatchObject({ idleMs: 60_000, pending: 7, repeat: 1 });
+      expect(reports[0]?.error.code).toBe('MOCRA_ERR_STALLED');
+      await clock.advance(60_000);
+      expect(reports.map((r) => r.repeat)).toEqual([1, 2]);
+      watchdog.progress();
+      await clock.advance(55_000);
+      expect(reports).toHaveLength(2);
+      await clock.advance(5_000);
+      expect(reports.map((r) => r.repeat)).toEqual([1, 2, 1]);
+      expect(watchdog.stalls).toBe(3);
+    } finally {
+      watchdog.stop();
+      diagnostics_channel.unsubscribe(POLICY_CHANNEL_NAMES.stall, listener);
+    }
+    expect(onChannel).toHaveLength(3);
+  });
+
+  test('idle with nothing pending is not a stall (a finished crawl)', async () => {
+    const { clock, reports, watchdog } = setup(() => 0);
+    watchdog.start();
+    await clock.advance(600_000);
+    watchdog.stop();
+    expect(reports).toEqual([]);
+  });
+
+  test('a throwing listener does not stop later checks', async () => {
+    const clock = new ManualClock();
+    let calls = 0;
+    const watchdog = new ProgressWatchdog({
+      stallMs: 1_000,
+      checkEveryMs: 500,
+      pending: () => 1,
+      clock,
+      onStall: () => {
+        calls++;
+        throw new Error('listener bug');
+      },
+    });
+    watchdog.start();
+    await clock.advance(3_000);
+    watchdog.stop();
+    expect(calls).toBe(3);
+    expect(unhandled).toEqual([]);
+  });
+});
