@@ -6,7 +6,7 @@
  *   name                      → namespace          crawler.*_concurrency → stages (live)
  *   crawler.shutdown_timeout  → shutdownTimeoutMs  crawler.auto_seed     → autoSeed
  *   download.*                → download (HttpDownloaderOptions)
- *   frontier.*                → frontier           retry.*               → retry
+ *   frontier.*                → frontier           retry.*, policy.*     → retry, recovery
  *   logger.level              → logLevel (live)    scheduler.*           → cron (misfire live)
  *   module_defaults, modules, accounts, platforms → moduleConfig (live)
  *   proxy                     → proxies (the pool is built from the table; restart)
@@ -66,12 +66,21 @@ export function engineOptionsFromConfig(
       ...(f.max_depth === undefined ? {} : { maxDepth: f.max_depth }),
       ...(f.max_pages === undefined ? {} : { maxPages: f.max_pages }),
     },
-    retry: {
+    // Only the keys the user set: an unset key keeps the per-kind policy default.
+    retry: definedOnly({
       maxRetries: r.max_retries,
       baseDelayMs: r.base_delay_ms,
       maxDelayMs: r.max_delay_ms,
       retryStatuses: r.retry_statuses,
       jitter: r.jitter,
+    }),
+    recovery: {
+      overrides: config.policy.overrides,
+      thresholds: definedOnly({
+        maxRequestErrors: c.request_max_errors,
+        maxTaskErrors: c.task_max_errors,
+        maxModuleErrors: c.module_max_errors,
+      }),
     },
     ...(config.logger.level === undefined ? {} : { logLevel: config.logger.level }),
     cron: { enabled: config.scheduler.enabled, misfireToleranceMs: config.scheduler.misfire_tolerance_ms },
@@ -136,4 +145,11 @@ function mergeLayers(base: MemoryModuleConfigData, over: MemoryModuleConfigData)
     out[key] = { ...base[key], ...layer };
   }
   return out;
+}
+
+/** Drops the keys whose value is undefined (options use exactOptionalPropertyTypes). */
+function definedOnly<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
 }

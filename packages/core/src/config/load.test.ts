@@ -25,7 +25,9 @@ describe('resolveConfig: defaults and precedence', () => {
     expect(config.crawler.task_concurrency).toBe(32);
     expect(config.crawler.auto_seed).toBe(true);
     expect(config.download.max_response_size).toBe(10 * 1024 * 1024);
-    expect(config.retry.retry_statuses).toEqual([408, 429, 500, 502, 503, 504]);
+    // [retry] has no defaults of its own: unset keys keep the per-kind policy (docs/error-handling.md).
+    expect(config.retry).toEqual({});
+    expect(config.policy.overrides).toEqual([]);
     expect(config.scheduler.misfire_tolerance_ms).toBe(300_000);
     expect(config.logger.level).toBeUndefined();
     expect(config.modules).toEqual({});

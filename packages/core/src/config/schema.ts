@@ -10,6 +10,7 @@
  */
 import { ProxyConfigError, parseProxyConfig } from '@mocra/proxy';
 import { z } from 'zod';
+import { policyOverridesSchema } from '../policy/policy-table.js';
 
 /** What the docs and the reloader need to know about one key. */
 export interface ConfigKeyInfo {
@@ -159,6 +160,22 @@ const crawler = z
       description:
         'On stop, how long work in flight may take before it is aborted and put back on its queue.',
     }),
+    request_max_errors: key(nonNegativeInt().optional(), {
+      live: false,
+      description: 'Failures of one request before it is skipped (0: no limit). Unset: 10.',
+    }),
+    task_max_errors: key(nonNegativeInt().optional(), {
+      live: false,
+      description:
+        'Error score of one run at which the run is terminated (0: no limit; each success forgives 10 %). Unset: 500.',
+      upstream: 'crawler.task_max_errors',
+    }),
+    module_max_errors: key(nonNegativeInt().optional(), {
+      live: false,
+      description:
+        'Error score of a module at which it is terminated (0: no limit; each success forgives 10 %). Unset: 1000.',
+      upstream: 'crawler.module_max_errors',
+    }),
     auto_seed: key(z.boolean().default(true), {
       live: false,
       description:
@@ -235,42 +252,58 @@ const frontier = z
   })
   .prefault({});
 
+// `[retry]` is a shorthand over `[[policy.overrides]]` for the retryable kinds. Every key is
+// optional: a key left unset keeps the per-kind default of docs/error-handling.md (a default
+// here would silently override those for every config-built engine).
 const retry = z
   .strictObject({
-    max_retries: key(nonNegativeInt().default(3), {
+    max_retries: key(nonNegativeInt().optional(), {
       live: false,
       description:
-        'Retries after the first failure of a download, parse or store (so up to max_retries + 1 attempts).',
+        'Retries after the first failure of a download, parse or store (so up to max_retries + 1 attempts). Unset: per failure kind (docs/error-handling.md).',
       upstream: 'crawler.request_max_retries',
     }),
-    base_delay_ms: key(durationMs().default(500), {
+    base_delay_ms: key(durationMs().optional(), {
       live: false,
-      description: 'First backoff delay; it doubles with every attempt.',
+      description: 'First backoff delay; it doubles with every attempt. Unset: per failure kind.',
     }),
-    max_delay_ms: key(durationMs().default(30_000), {
+    max_delay_ms: key(durationMs().optional(), {
       live: false,
-      description: 'Longest backoff delay, also the cap on Retry-After.',
+      description: 'Longest backoff delay, also the cap on Retry-After. Unset: per failure kind.',
     }),
-    retry_statuses: key(z.array(statusCode).default([408, 429, 500, 502, 503, 504]), {
+    retry_statuses: key(z.array(statusCode).optional(), {
       live: false,
-      description: 'Statuses retried (while retries remain) instead of reaching parse.',
+      description:
+        'Statuses retried (while retries remain) instead of reaching parse; other statuses reach parse at once. Unset: 408, 429 and 5xx are retried.',
     }),
-    jitter: key(z.boolean().default(true), {
+    jitter: key(z.boolean().optional(), {
       live: false,
-      description: 'Spread delays by ±20 % so retries of many requests do not arrive together.',
+      description: 'Spread delays so retries of many requests do not arrive together. Unset: on.',
     }),
   })
   .prefault({})
   .check((ctx) => {
-    if (ctx.value.max_delay_ms < ctx.value.base_delay_ms) {
+    const { base_delay_ms: base, max_delay_ms: max } = ctx.value;
+    if (base !== undefined && max !== undefined && max < base) {
       ctx.issues.push({
         code: 'custom',
-        input: ctx.value.max_delay_ms,
+        input: max,
         path: ['max_delay_ms'],
-        message: `must be at least base_delay_ms (${ctx.value.base_delay_ms})`,
+        message: `must be at least base_delay_ms (${base})`,
       });
     }
   });
+
+const policy = z
+  .strictObject({
+    overrides: key(policyOverridesSchema.default([]), {
+      live: false,
+      description:
+        'Rules that change the failure policy for matching errors (`[[policy.overrides]]`: `kind`, `stage`, `module`, `status` matchers → `retryable`, `max_retries`, `backoff`, `dlq`, …; every field in docs/error-handling.md). Later rules win.',
+      upstream: '`[[policy.overrides]]`',
+    }),
+  })
+  .prefault({});
 
 const logger = z
   .strictObject({
@@ -475,6 +508,7 @@ export const configSchema = z.strictObject({
   download,
   frontier,
   retry,
+  policy,
   logger,
   scheduler,
   api,

@@ -9,7 +9,8 @@
  *  mocra:engine:item   ───┼─▶ EngineTelemetry (this engine's ─┼─▶ stage throughput / latency windows
  *  mocra:engine:error  ───┤    messages only, by runId or     │
  *  mocra:queue:*       ───┤    topic identity)                └─▶ host table (bounded)
- *  mocra:policy:breaker ──┘
+ *  mocra:policy:breaker ──┤
+ *  mocra:policy:decision ─┘   (threshold verdicts)
  *  engine.stats(), topic.stats()  ── read by a collector before every /metrics exposition
  * ```
  *
@@ -181,6 +182,13 @@ export class EngineTelemetry {
       if (m.backend === engine.queue.kind && typeof m.topic === 'string' && this.#topicNames.has(m.topic)) {
         this.metrics?.inc('queueDecodeErrors', { queue: m.topic });
       }
+    });
+    // Threshold verdicts carry no engine identity (like breaker events): every telemetry in the
+    // process counts them. Resolver decisions are counted from `mocra:engine:error` instead,
+    // where the stage and the run are known.
+    this.#on<{ source?: unknown; verdict?: { decision?: unknown } }>('mocra:policy:decision', (m) => {
+      if (m.source !== 'thresholds' || typeof m.verdict?.decision !== 'string') return;
+      this.metrics?.inc('thresholdDecisions', { decision: m.verdict.decision.replaceAll('-', '_') });
     });
     this.#on<{ scope?: unknown; key?: unknown; to?: unknown }>('mocra:policy:breaker', (m) => {
       if (m.scope !== 'host' || typeof m.key !== 'string') return;

@@ -131,6 +131,12 @@ export const METRIC_FAMILIES = {
     help: 'Decisions of the failure policy: action is retry, dead_letter or stop.',
     labelNames: ['domain', 'event_type', 'phase', 'kind', 'action'],
   },
+  thresholdDecisions: {
+    name: 'mocra_error_task_threshold_decision_total',
+    type: 'counter',
+    help: 'Error-threshold verdicts per failure: continue, retry_later, skip, terminate_module or terminate_task.',
+    labelNames: ['decision'],
+  },
   processorPanics: {
     name: 'mocra_processor_panics_total',
     type: 'counter',

@@ -1,0 +1,56 @@
+// Failure-policy outcomes reach /metrics: every failure of a run against the real fixture site
+// gets a resolver decision (mocra_policy_decisions_total) and an error-threshold verdict
+// (mocra_error_task_threshold_decision_total).
+import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createEngine, type Module, Request, startEngineApi } from '../src/index.js';
+
+let site: FixtureSite;
+beforeAll(async () => {
+  site = await startFixtureSite();
+});
+afterAll(async () => {
+  await site.close();
+});
+
+function sample(text: string, family: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${family}{`) && l.includes(labels));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+test('policy decisions and threshold verdicts are counted per failure', async () => {
+  const parsed: number[] = [];
+  const module: Module<never> = {
+    name: 'broken',
+    nodes: [
+      {
+        id: 'page',
+        generate: () => [new Request(`${site.url}/status/500`)],
+        parse(res) {
+          parsed.push(res.status);
+        },
+      },
+    ],
+  };
+  const engine = createEngine({
+    concurrency: 1,
+    namespace: `metrics-policy-${process.pid}`,
+    // Two quick retries; the third 500 is no longer a failure: it reaches parse with its status.
+    recovery: {
+      overrides: [{ kind: 'http-5xx', max_retries: 2, backoff: 'fixed', backoff_ms: 1, jitter: 0 }],
+    },
+  });
+  engine.register(module, { write() {} });
+  const api = await startEngineApi(engine, { port: 0 });
+  try {
+    const summary = await engine.run();
+    expect(summary.reason).toBe('idle');
+    const text = await (await fetch(`${api.url}/metrics`)).text();
+    expect(parsed).toEqual([500]);
+    expect(sample(text, 'mocra_policy_decisions_total', 'action="retry"')).toBe(2);
+    expect(sample(text, 'mocra_policy_decisions_total', 'action="dead_letter"')).toBe(0);
+    expect(sample(text, 'mocra_error_task_threshold_decision_total', 'decision="continue"')).toBe(2);
+  } finally {
+    await api.close();
+  }
+});
