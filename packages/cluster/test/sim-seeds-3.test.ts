@@ -1,0 +1,5 @@
+// Deterministic simulation, part 3 of 4 (see test/sim/seed-suite.ts for the seed window).
+import { describe } from 'vitest';
+import { defineSeedSuite } from './sim/seed-suite.js';
+
+describe('simulator seeds, part 3', () => defineSeedSuite(2));
