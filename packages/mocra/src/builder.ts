@@ -33,6 +33,7 @@ import {
   type EngineApiOptions,
   type EngineCronOptions,
   type EngineOptions,
+  type EngineStoreOptions,
   type ErrorEvent,
   engineOptionsFromConfig,
   type FailurePolicy,
@@ -58,6 +59,7 @@ import {
   type QueueBackend,
   type RecoveryPolicyOptions,
   type RobotsCacheOptions,
+  type RobotsGuard,
   type RunSummary,
   resolveConfig,
   type SimpleRetryPolicyOptions,
@@ -107,9 +109,10 @@ export interface ProxiesOptions {
 export interface PolitenessOptions extends Omit<HostSchedulerOptions, 'robots'> {
   /**
    * Obey robots.txt: disallowed URLs are dropped (`mocra:frontier:drop`), Crawl-delay spaces
-   * the host's requests. `true`, or the cache's options (product token, TTL…). @default false
+   * the host's requests. `true`, the cache's options (product token, TTL…), or a cache of your
+   * own (to inspect it after the run). @default false
    */
-  robots?: boolean | RobotsCacheOptions;
+  robots?: boolean | RobotsCacheOptions | RobotsGuard;
 }
 
 export interface LoggingOptions {
@@ -145,6 +148,13 @@ export class MocraBuilder {
   readonly #configErrorListeners: ((event: ConfigReloadErrorEvent) => void)[] = [];
   #dashboard: DashboardOptions | undefined;
   readonly #cluster: ClusterSettings = {};
+  readonly #startListeners: ((engine: Engine) => void)[] = [];
+
+  /** Called with the engine once `run()` has built it, before it starts (progress displays poll its `stats()`). */
+  onStart(listener: (engine: Engine) => void): this {
+    this.#startListeners.push(listener);
+    return this;
+  }
 
   /** Run this spider; its items go to `sink`. Repeatable (names must differ). */
   spider<TItem>(spider: Spider<TItem>, sink: SinkLike<TItem>): this {
@@ -221,7 +231,14 @@ export class MocraBuilder {
    */
   politeness(options: PolitenessOptions = {}): this {
     const { robots, ...rules } = options;
-    const guard = robots ? createRobotsCache(robots === true ? {} : robots) : undefined;
+    const guard =
+      robots === undefined || robots === false
+        ? undefined
+        : robots === true
+          ? createRobotsCache()
+          : 'check' in robots && typeof robots.check === 'function'
+            ? robots
+            : createRobotsCache(robots as RobotsCacheOptions);
     return this.frontier({
       gate: createHostScheduler({ ...rules, ...(guard === undefined ? {} : { robots: guard }) }),
     });
@@ -264,6 +281,16 @@ export class MocraBuilder {
    */
   persist(dir: string): this {
     return this.#set({ persist: dir });
+  }
+
+  /**
+   * Use a database (`postgres://…` or `sqlite:<path>`, or options): accounts × platforms ×
+   * modules and their layered config and middleware from its tables, cron targets and seeds from
+   * its enabled contexts, `task_result` and `log` rows, and with `items` the items themselves,
+   * upserted by item id. Wins over config.toml's `[db]`. docs/store.md
+   */
+  store(store: string | EngineStoreOptions): this {
+    return this.#set({ store });
   }
 
   /** Put the stage topics on this queue backend (in memory by default). */
@@ -457,6 +484,7 @@ export class MocraBuilder {
 
   async #runOn(runtime: DistributedRuntime | undefined): Promise<RunSummary> {
     const { engine, logs, metricsRef } = this.#assemble(runtime);
+    for (const listener of this.#startListeners) listener(engine);
     // Names a config layer selects (middleware) must exist: a typo fails here, not per request.
     await engine.modules.validateAll();
     const live = this.#watchConfig(engine);

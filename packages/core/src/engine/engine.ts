@@ -93,11 +93,12 @@ import type { RecoveryPolicyOptions } from '../policy/recovery-policy.js';
 import type { SimpleRetryPolicyOptions } from '../policy/simple-retry-policy.js';
 import type { FailurePolicy, PolicyDecision, WorkScope } from '../policy/types.js';
 import { LevelQueueBackend } from '../queue/leveldb-queue.js';
-import { createMemoryQueueBackend } from '../queue/memory-queue.js';
 import type { Delivery, LeaseQueue, PublishMessage, QueueBackend, TopicOptions } from '../queue/types.js';
-import type { Clock } from '../schedule/clock.js';
+import { type Clock, systemClock } from '../schedule/clock.js';
 import { CronScheduler } from '../schedule/scheduler.js';
 import type { SessionStore } from '../session/session.js';
+import { EngineStore } from '../store/engine-store.js';
+import { type EngineStoreOptions, resolveEngineStoreOptions } from '../store/options.js';
 import { type EngineDeadLetters, REPLAYED_HEADER } from './dead-letters.js';
 import { ClaimingDeduplicator, persistPaths, RecoveryJournal } from './persistence.js';
 import { EngineRecovery, type PolicyStats, policyFieldsOf, type WatchdogTimeouts } from './recovery.js';
@@ -130,7 +131,10 @@ export interface EngineTopicOptions {
 }
 
 export interface EngineOptions {
-  /** Where the stage topics live. Not closed by the engine when given. @default a new in-memory backend */
+  /**
+   * Where the stage topics live. Not closed by the engine when given. @default a new in-memory
+   * backend whose lanes spill past 20,000 ready messages to a temporary LevelDB (LevelQueueBackend)
+   */
   queue?: QueueBackend;
   /** Namespace of the in-memory backend the engine creates. @default 'mocra' */
   namespace?: string;
@@ -208,6 +212,13 @@ export interface EngineOptions {
   cron?: EngineCronOptions;
   /** Cluster-wide claims: one cron firing per scheduled time, the advance gate once per run, stop flags. @default this process only */
   coordination?: Coordination;
+  /**
+   * A database (`@mocra/store`, PostgreSQL or SQLite), by URL or options: module config and
+   * middleware selection from its account × platform × module tables, cron targets and seeds
+   * from its enabled contexts, `task_result` and `log` rows, optionally the items
+   * (docs/store.md, "The engine and the database"). @default none
+   */
+  store?: string | EngineStoreOptions;
   /** @default a random UUID */
   runId?: string;
   /** Aborting it stops the run gracefully. */
@@ -295,6 +306,8 @@ export class Engine {
   /** Modules' config, sessions, middleware and DAG routing (module/runtime.ts). */
   readonly modules: ModuleRuntime;
   #cron: CronScheduler | undefined;
+  /** The database integration (`store` option). */
+  readonly #db: EngineStore | undefined;
   readonly frontier: Frontier;
   readonly #options: EngineOptions;
   readonly #backend: QueueBackend;
@@ -351,7 +364,9 @@ export class Engine {
     this.#backend =
       options.queue ??
       (persisted === undefined
-        ? createMemoryQueueBackend({ namespace: options.namespace ?? 'mocra' })
+        ? // In memory, spilling the overflow of a lane to a temporary LevelDB (queue/leveldb-queue.ts):
+          // a frontier of millions of requests does not hold them all in the heap.
+          new LevelQueueBackend({ namespace: options.namespace ?? 'mocra' })
         : new LevelQueueBackend({ dir: persisted.queue, namespace: options.namespace ?? 'mocra' }));
     this.#ownsBackend = options.queue === undefined;
     const t = options.topics ?? {};
@@ -411,6 +426,16 @@ export class Engine {
             ),
           },
     );
+    this.#db =
+      options.store === undefined
+        ? undefined
+        : new EngineStore({
+            options: resolveEngineStoreOptions(options.store),
+            registry: this.registry,
+            log: this.log,
+            namespace: options.namespace ?? 'mocra',
+            ...(options.coordination === undefined ? {} : { coordination: options.coordination }),
+          });
     this.modules = new ModuleRuntime({
       registry: this.registry,
       log: this.log,
@@ -425,6 +450,13 @@ export class Engine {
         this.downloads.download(this.downloads.select(request, module), request, module, signal),
       validateDownloads: (module) => this.downloads.validateModule(module),
     });
+    this.#db?.attach(this.modules.moduleConfig, this.modules.middleware);
+    this.#db?.registerItems(this.modules.middleware);
+  }
+
+  /** The database integration (`store` option): its store, cron refresh, task results and logs. */
+  get db(): EngineStore | undefined {
+    return this.#db;
   }
 
   /** The cron scheduler, while a run with cron modules is running. */
@@ -491,9 +523,17 @@ export class Engine {
     this.#startStages();
     this.#recovery.start();
     this.#installStopTriggers();
-    this.#startCron();
+    if (this.#db === undefined) this.#startCron();
     if (channels.run.hasSubscribers) channels.run.publish({ runId: this.runId, phase: 'start' });
     this.log.info({ runId: this.runId, modules: this.registry.names() }, 'run started');
+    if (this.#db !== undefined) {
+      // Open the database, then cron and seeds from it; the run cannot end idle before that.
+      this.#publishFromOutside(() => this.#startWithStore()).catch((err: unknown) => {
+        this.log.error({ err }, 'starting with the database failed; stopping the run');
+        void this.#finish('stopped');
+      });
+      return ended;
+    }
     // A module with a cron starts runs on its schedule (runNowAndSchedule also at start), not here.
     const seeded = [...this.registry.values()]
       .filter((r) => r.module.cron === undefined || this.#cron === undefined)
@@ -630,6 +670,7 @@ export class Engine {
       onSettled: () => {
         this.#recovery.progress();
         this.#queueIdleCheck();
+        this.#db?.settled();
       },
       onInternalError: (error, context) =>
         this.log.error({ err: error, stage }, `internal error: ${context}`),
@@ -660,7 +701,8 @@ export class Engine {
   async #handleTask(delivery: Delivery<TaskEvent>, signal: AbortSignal): Promise<HandlerResult> {
     const task = delivery.payload;
     // Every entry node of every module of the task starts (upstream started only the first).
-    const modules = this.modules.modulesOf(task);
+    const modules =
+      this.#db === undefined ? this.modules.modulesOf(task) : await this.#db.modulesFor(task, this.modules);
     const first = delivery.attempt === 1 && attemptsOf(delivery) === 0;
     const requests: Request[] = [];
     const started: RegisteredModule[] = [];
@@ -668,6 +710,7 @@ export class Engine {
     for (const registered of modules) {
       const moduleName = registered.module.name;
       if (first) this.modules.onTaskStart(registered, task.runId);
+      this.#db?.runStarted(task, moduleName);
       const stopped = await this.modules.stoppedReason(task.runId, moduleName);
       if (stopped !== undefined) {
         for (const node of registered.entry) {
@@ -985,6 +1028,7 @@ export class Engine {
   ): Promise<void> {
     this.#counters.pages++;
     this.#counters.bytes += response.body.length;
+    this.#db?.counted(request.runId, request.module, 'requests');
     if (channels.response.hasSubscribers) channels.response.publish({ request, response });
     await this.#topics.response.publish([
       { payload: response, priority: delivery.priority, ...keyOf(delivery.key) },
@@ -1110,6 +1154,7 @@ export class Engine {
         if (channels.item.hasSubscribers) channels.item.publish({ item, meta });
       }
       this.#counters.items += items.length;
+      this.#db?.counted(runId, moduleName, 'items', items.length);
     }
 
     const rejected = ctx.rejected.map(({ request: r, error }) =>
@@ -1253,6 +1298,7 @@ export class Engine {
   #report(event: ErrorEvent, decision: PolicyDecision): void {
     this.#counters.errors++;
     this.#errorsByCode.set(event.code, (this.#errorsByCode.get(event.code) ?? 0) + 1);
+    this.#db?.reported(event, decision);
     if (channels.error.hasSubscribers) channels.error.publish({ event, decision });
     if (this.log.isLevelEnabled('warn')) {
       this.log.warn(
@@ -1399,22 +1445,70 @@ export class Engine {
     void this.#finish('idle');
   }
 
-  /** Schedules every module (and spider) that has a `cron`; each firing submits a fresh run. */
-  #startCron(): void {
+  /**
+   * Schedules every module (and spider) that has a `cron`; each firing submits a fresh run.
+   * `include` leaves out modules whose targets come from elsewhere (the database).
+   */
+  #startCron(include?: (registered: RegisteredModule) => boolean): void {
     const options = this.#options.cron ?? {};
     if (options.enabled === false) return;
     if (![...this.registry.values()].some((r) => r.module.cron !== undefined)) return;
+    const gate = options.gate;
+    const db = this.#db;
     this.#cron = new CronScheduler({
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(this.#options.coordination === undefined ? {} : { coordination: this.#options.coordination }),
       ...(options.misfireToleranceMs === undefined ? {} : { misfireToleranceMs: options.misfireToleranceMs }),
-      ...(options.gate === undefined ? {} : { gate: options.gate }),
+      ...(gate === undefined && db === undefined
+        ? {}
+        : { gate: (job) => (gate === undefined || gate(job)) && (db === undefined || db.cronGate(job)) }),
       namespace: this.#options.namespace ?? 'mocra',
       onError: (jobId, err) => this.log.error({ err, jobId }, 'a cron firing failed to submit its task'),
     });
-    const jobs = scheduleModuleCrons(this.registry, this.#cron, (task) => this.submit(task));
+    const jobs = scheduleModuleCrons(
+      this.registry,
+      this.#cron,
+      (task) => this.submit(task),
+      undefined,
+      include,
+    );
     this.log.info({ jobs }, 'cron scheduled');
     this.#cron.start();
+  }
+
+  /**
+   * With a database: open it, schedule cron (database contexts for the modules it knows, code
+   * targets for the others) and seed one task per enabled account × platform.
+   */
+  async #startWithStore(): Promise<void> {
+    const db = this.#db!;
+    await db.start((key) => this.#runFinished(key.runId, key.module));
+    const fromDb = db.options.cron !== false;
+    this.#startCron((registered) => !fromDb || !db.governs(registered.module.name));
+    if (this.#cron !== undefined && fromDb) {
+      await db.startCron(this.#cron, (task) => this.submit(task), this.#options.cron?.clock ?? systemClock);
+    }
+    if (!(this.#options.autoSeed ?? true)) return;
+    // A module with a cron starts runs on its schedule (runNowAndSchedule also at start), not here.
+    const seedable = [...this.registry.values()].filter(
+      (r) => r.module.cron === undefined || this.#cron === undefined,
+    );
+    if (seedable.length === 0) return;
+    const tasks = await db.seedTasks(seedable, this.runId);
+    await this.#topics.task.publish(
+      tasks.map((payload) => ({
+        payload,
+        ...(payload.priority === undefined ? {} : { priority: payload.priority }),
+        ...keyOf(payload.account),
+      })),
+    );
+  }
+
+  /** Whether every node of a run of a module is finished (the run ledger), for task_result. */
+  #runFinished(runId: string, module: string): boolean {
+    if (!this.registry.has(module)) return true;
+    const { graph } = this.registry.get(module);
+    return graph.order.every((node) => this.modules.ledger.isFinished(runId, module, node));
   }
 
   #installStopTriggers(): void {
@@ -1483,6 +1577,9 @@ export class Engine {
         this.log.error({ err, module: registered.module.name }, 'closing a sink failed');
       }
     }
+    await this.#db
+      ?.close(reason)
+      .catch((err: unknown) => this.log.error({ err }, 'closing the database integration failed'));
     await this.downloads
       .close()
       .catch((err: unknown) => this.log.error({ err }, 'closing the downloaders failed'));

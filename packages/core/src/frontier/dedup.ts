@@ -5,13 +5,33 @@
  * distributed work a shared one (Redis / NATS KV) behind this same interface.
  */
 
+/** How a batch is marked (distributed deduplicators read it; in-process ones may ignore it). */
+export interface MarkSeenOptions {
+  /**
+   * Who is admitting: the id of the queue message whose handler produced these requests. A
+   * fingerprint first marked under a claim counts as new again when the same claim marks it
+   * once more (the message was redelivered because its handler died between marking and
+   * publishing), so that crash loses nothing; anyone else still sees it as seen.
+   */
+  claim?: string;
+}
+
 export interface Deduplicator {
   /**
    * Mark every fingerprint as seen and say, for each, whether it was new. A fingerprint that
    * appears twice in one call is new only at its first position. May answer synchronously
    * (the in-memory set does, to keep the per-page path free of extra promises).
    */
-  markSeen(fingerprints: readonly string[]): readonly boolean[] | Promise<readonly boolean[]>;
+  markSeen(
+    fingerprints: readonly string[],
+    options?: MarkSeenOptions,
+  ): readonly boolean[] | Promise<readonly boolean[]>;
+  /**
+   * The message that claimed published what it admitted: its claim can be forgotten (a later
+   * redelivery then finds its fingerprints seen instead of publishing them again). Optional;
+   * best effort — a claim not released only expires.
+   */
+  releaseClaim?(claim: string): void;
   /** Distinct fingerprints seen so far. */
   size(): number | Promise<number>;
   close(): Promise<void>;

@@ -10,13 +10,15 @@
  *
  * Retries do not come through here: the error stage republishes the admitted request as is.
  *
- * Known gap, for the crash-safety work: a request is marked seen before it is published, so
- * a process killed between the two loses that request on a persistent queue (its redelivered
- * parent finds it "seen"). In memory nothing survives a kill anyway.
+ * A request is marked seen before it is published. So that a process killed between the two
+ * does not lose it on a persistent queue, the engine passes the id of the message being handled
+ * as the `claim`: the redelivered message re-admits what it had claimed (distributed
+ * deduplicators implement this; see docs/deployment.md). In memory nothing survives a kill.
  */
 import type { MocraError } from '../errors.js';
 import type { Request } from '../model/request.js';
-import { createMemoryDeduplicator, type Deduplicator } from './dedup.js';
+import { TieredDeduplicator } from './dedup/tiered-deduplicator.js';
+import type { Deduplicator } from './dedup.js';
 import { type FingerprintOptions, fingerprintParts, normalizeParsedUrl, requestUrl } from './fingerprint.js';
 import { type DownloadGate, OPEN_GATE } from './gate.js';
 
@@ -25,7 +27,10 @@ export interface FrontierOptions {
   fingerprint?: FingerprintOptions;
   /** Drop requests whose fingerprint was seen before. @default true */
   dedup?: boolean;
-  /** Where seen fingerprints are kept. @default an in-memory set */
+  /**
+   * Where seen fingerprints are kept. @default a TieredDeduplicator: exact and in memory up to
+   * 1M fingerprints (16–43 bytes each), then a Bloom filter in front of a temporary LevelDB set
+   */
   deduplicator?: Deduplicator;
   /** Requests deeper than this (seeds are depth 0) are dropped. @default Infinity */
   maxDepth?: number;
@@ -33,6 +38,11 @@ export interface FrontierOptions {
   maxPages?: number;
   /** Politeness gate in front of the downloader. @default OPEN_GATE */
   gate?: DownloadGate;
+}
+
+export interface AdmitOptions {
+  /** The queue message whose handler admits these requests (see MarkSeenOptions.claim). */
+  claim?: string;
 }
 
 export interface AdmissionResult {
@@ -63,7 +73,7 @@ export class Frontier {
     this.gate = options.gate ?? OPEN_GATE;
     this.#fingerprint = options.fingerprint ?? {};
     this.#dedup = options.dedup ?? true;
-    this.#seen = options.deduplicator ?? createMemoryDeduplicator();
+    this.#seen = options.deduplicator ?? new TieredDeduplicator();
     this.#maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
     this.#maxPages = options.maxPages ?? Number.POSITIVE_INFINITY;
   }
@@ -73,7 +83,7 @@ export class Frontier {
   }
 
   /** Admit requests (see the module comment). Order is kept. */
-  async admit(requests: readonly Request[]): Promise<AdmissionResult> {
+  async admit(requests: readonly Request[], options: AdmitOptions = {}): Promise<AdmissionResult> {
     const candidates: Request[] = [];
     const invalid: AdmissionResult['invalid'] = [];
     for (const request of requests) {
@@ -98,7 +108,12 @@ export class Frontier {
     if (this.#dedup && candidates.length > 0) {
       const keys: string[] = [];
       for (const r of candidates) if (!r.skipDedup) keys.push(r.dedupKey ?? r.fingerprint!);
-      const answer = keys.length > 0 ? this.#seen.markSeen(keys) : [];
+      const answer =
+        keys.length === 0
+          ? []
+          : options.claim === undefined
+            ? this.#seen.markSeen(keys)
+            : this.#seen.markSeen(keys, { claim: options.claim });
       fresh = answer instanceof Promise ? await answer : answer;
     }
     const admitted: Request[] = [];
@@ -116,6 +131,11 @@ export class Frontier {
       admitted.push(request);
     }
     return { admitted, invalid };
+  }
+
+  /** The handler that admitted under `claim` published its requests (see Deduplicator.releaseClaim). */
+  releaseClaim(claim: string): void {
+    this.#seen.releaseClaim?.(claim);
   }
 
   async close(): Promise<void> {

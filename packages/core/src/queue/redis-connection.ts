@@ -61,6 +61,12 @@ export async function connectRedis(options: RedisConnectOptions): Promise<RedisC
   return client;
 }
 
+/** ioredis defines a `…Buffer` variant of every command; its typings omit these two. */
+interface EvalBufferCommands {
+  evalshaBuffer(sha: string, numKeys: number, ...rest: (string | number | Buffer)[]): Promise<unknown>;
+  evalBuffer(script: string, numKeys: number, ...rest: (string | number | Buffer)[]): Promise<unknown>;
+}
+
 /** A Lua script run by SHA (EVALSHA), loaded with EVAL the first time a server lacks it. */
 export class LuaScript {
   readonly #lua: string;
@@ -81,10 +87,13 @@ export class LuaScript {
   ): Promise<unknown> {
     if (keys.length !== this.#keys) throw new Error(`script expects ${this.#keys} keys, got ${keys.length}`);
     try {
-      return await client.callBuffer('EVALSHA', this.#sha, this.#keys, ...keys, ...args);
+      // evalshaBuffer rather than callBuffer('EVALSHA', …): the typed command also works with
+      // ioredis' enableAutoPipelining (which sends `call` arguments as the command name).
+      const c = client as unknown as EvalBufferCommands;
+      return await c.evalshaBuffer(this.#sha, this.#keys, ...keys, ...args);
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-        return client.callBuffer('EVAL', this.#lua, this.#keys, ...keys, ...args);
+        return (client as unknown as EvalBufferCommands).evalBuffer(this.#lua, this.#keys, ...keys, ...args);
       }
       throw err;
     }

@@ -33,7 +33,7 @@ import {
   QueueClosedError,
   QueueDecodeError,
 } from '../errors.js';
-import { publishDeadLetter, publishPoison } from './channels.js';
+import { publishBackpressure, publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
 import { matchesDeadLetterFilter } from './dead-letter-filter.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -235,6 +235,26 @@ redis.call('XDEL', KEYS[1], ARGV[2])
 return 1
 `,
   1,
+);
+
+// KEYS: high normal low · ARGV: group consumer [lane sid deliveries]×n → {1|0 …}
+// The acks of one event-loop turn in one script: each is checked and applied as ACK does.
+const ACK_MANY = new LuaScript(
+  `${PRELUDE}
+local out = {}
+for i = 3, #ARGV, 3 do
+  local lane, sid = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
+  if owned(lane, ARGV[1], sid, ARGV[2], ARGV[i + 2]) then
+    redis.call('XACK', lane, ARGV[1], sid)
+    redis.call('XDEL', lane, sid)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+`,
+  3,
 );
 
 // KEYS: lane · ARGV: group sid consumer deliveries
@@ -488,6 +508,14 @@ export interface RedisTopicKeys {
   dlq: string;
 }
 
+interface PendingAck {
+  lane: number;
+  streamId: string;
+  deliveries: number;
+  resolve(ok: boolean): void;
+  reject(err: unknown): void;
+}
+
 interface TakenEntry {
   lane: number;
   streamId: string;
@@ -505,6 +533,8 @@ class RedisQueue<T> implements LeaseQueue<T> {
   #ready: Promise<void> | undefined;
   readonly #waits = new Set<() => void>();
   readonly #deliveries = new Set<RedisDelivery<T>>();
+  /** Acks waiting for the end of this event-loop turn (sent together by #flushAcks). */
+  #acks: PendingAck[] = [];
 
   constructor(backend: RedisStreamsBackend, name: string, options: Required<TopicOptions>) {
     this.#backend = backend;
@@ -575,6 +605,7 @@ class RedisQueue<T> implements LeaseQueue<T> {
       const args: (string | Buffer | number)[] = [this.options.capacity, chunk.length];
       for (const m of chunk) args.push(...m);
       // Backpressure: the script refuses (returns the current size) while the batch does not fit.
+      let waited = false;
       for (;;) {
         this.#checkOpen();
         let result: unknown;
@@ -584,6 +615,8 @@ class RedisQueue<T> implements LeaseQueue<T> {
           throw redisFailure(FEATURE, `publish to '${this.name}'`, err);
         }
         if (num(result) < 0) break;
+        if (!waited) publishBackpressure({ backend: 'redis', topic: this.name, queue: this });
+        waited = true;
         await this.#pause(backend.pollMs);
       }
     }
@@ -752,6 +785,47 @@ class RedisQueue<T> implements LeaseQueue<T> {
     );
   }
 
+  /**
+   * Ack once this event-loop turn ends, together with every other ack of the turn: one script
+   * (and one reply to parse) for all of them instead of one each. Resolves with whether the
+   * lease was still ours.
+   */
+  ackSoon(lane: number, streamId: string, deliveries: number): Promise<boolean> {
+    this.#checkOpen();
+    return new Promise<boolean>((resolve, reject) => {
+      if (this.#acks.push({ lane, streamId, deliveries, resolve, reject }) === 1) {
+        setImmediate(() => void this.#flushAcks());
+      }
+    });
+  }
+
+  async #flushAcks(): Promise<void> {
+    const batch = this.#acks;
+    this.#acks = [];
+    if (batch.length === 0) return;
+    try {
+      this.#checkOpen();
+      if (batch.length === 1) {
+        const a = batch[0]!;
+        a.resolve(await this.runOwned('ack', a.lane, a.streamId, a.deliveries));
+        return;
+      }
+      const args: (string | number)[] = [GROUP, this.#backend.consumerName];
+      for (const a of batch) args.push(a.lane, a.streamId, a.deliveries);
+      let reply: unknown;
+      try {
+        reply = await ACK_MANY.run(this.#backend.client, this.#lanes, args);
+      } catch (err) {
+        this.#checkOpen();
+        throw redisFailure(FEATURE, `ack on '${this.name}'`, err);
+      }
+      const results = reply as unknown[];
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(num(results[i]) === 1);
+    } catch (err) {
+      for (const a of batch) a.reject(err);
+    }
+  }
+
   forget(delivery: RedisDelivery<T>): void {
     this.#deliveries.delete(delivery);
   }
@@ -918,7 +992,7 @@ class RedisDelivery<T> implements Delivery<T> {
   }
 
   async ack(): Promise<void> {
-    const ok = await this.#queue.runOwned('ack', this.#lane, this.#streamId, this.#deliveries);
+    const ok = await this.#queue.ackSoon(this.#lane, this.#streamId, this.#deliveries);
     this.#settled();
     if (!ok) throw new LeaseExpiredError(this.topic, this.id);
   }

@@ -1,0 +1,329 @@
+/**
+ * One crawl across many processes, by configuration only: from a queue URL (and a coordination
+ * URL) to everything the engine needs to run as one worker of a cluster.
+ *
+ * ```
+ *  connectDistributed({ queue: 'redis://…', coordination?: 'redis://…' })
+ *    ├─ queue backend          createQueueBackend(queue)         the stage topics
+ *    ├─ coordination           createCoordination(coordination)  membership, locks, KV
+ *    ├─ shared dedup           Redis hashes (redis://) or NATS KV (nats://) — a URL is fetched once
+ *    └─ shared host budget     Redis, under the HostScheduler, when politeness is configured
+ *
+ *  runtime.run(engine)
+ *    ├─ joins the run's membership; leader election
+ *    ├─ seeds once per run across the cluster (seed lock + run marker)
+ *    └─ ends the run when the whole cluster is idle (ClusterRun), on every member
+ * ```
+ *
+ * The coordination URL defaults to the queue URL when that is Redis; NATS and Kafka need one
+ * (`redis://…`, or `local://` for a single process).
+ */
+import { hostname } from 'node:os';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type CreateCoordinationOptions, createCoordination } from '../coordination/create-coordination.js';
+import type { Coordination } from '../coordination/types.js';
+import type { Engine, EngineOptions, RunSummary } from '../engine/engine.js';
+import { InvalidArgumentError, InvalidBackendUrlError } from '../errors.js';
+import { createNatsDeduplicator } from '../frontier/dedup/nats-deduplicator.js';
+import { createRedisDeduplicator } from '../frontier/dedup/redis-deduplicator.js';
+import type { Deduplicator } from '../frontier/dedup.js';
+import {
+  createHostScheduler,
+  type HostScheduler,
+  type HostSchedulerOptions,
+} from '../frontier/politeness/host-scheduler.js';
+import { TOPICS } from '../model/events.js';
+import { type CreateQueueBackendOptions, createQueueBackend } from '../queue/create-queue-backend.js';
+import type { RedisClient } from '../queue/redis-connection.js';
+import type { QueueBackend } from '../queue/types.js';
+import { type ClusterRunOptions, createClusterRun } from './cluster-run.js';
+import { createRedisHostBudget, type RedisHostBudget } from './host-budget.js';
+
+export interface DistributedOptions {
+  /** Queue backend URL: `redis://…`, `nats://…`, `kafka://…` (`memory://` is one process). */
+  queue: string;
+  /**
+   * Coordination URL: `redis://…`, or `local://` for one process.
+   * @default the queue URL when it is redis://, else required
+   */
+  coordination?: string;
+  /** Keeps crawls sharing servers apart: topics, dedup, budget and coordination keys. @default 'mocra' */
+  namespace?: string;
+  /**
+   * Shared by every process of one crawl; a finished run stays finished (a process started later
+   * ends at once), so give a new crawl a new id.
+   * @default the namespace
+   */
+  runId?: string;
+  /** This process's member id. @default `${hostname}-${pid}` */
+  nodeId?: string;
+  /** Share one dedup set across the cluster (false: each process keeps its own). @default true */
+  dedup?: boolean;
+  /**
+   * Per-host politeness for the whole cluster: a HostScheduler in each process whose slots and
+   * start gaps live in Redis (the coordination's Redis, else the queue's). Unset: no politeness gate.
+   */
+  politeness?: HostSchedulerOptions & {
+    /** Slots of a dead worker come back after this long. @default 60000 */
+    leaseTtlMs?: number;
+  };
+  /** Options of the queue backend (codec, payload limits, lease, per-backend blocks). */
+  queueOptions?: CreateQueueBackendOptions;
+  /** Options of the coordination backend (member TTL, …). */
+  coordinationOptions?: CreateCoordinationOptions;
+  /** Timing of the cluster-wide completion detection. */
+  completion?: Pick<ClusterRunOptions, 'pollMs' | 'checkEveryMs' | 'probeTimeoutMs' | 'lockTtlMs'>;
+}
+
+function schemeOf(url: string): string {
+  const m = /^([a-z][a-z0-9+.-]*):/i.exec(url.trim());
+  if (!m) throw new InvalidBackendUrlError(url, 'no scheme');
+  return m[1]!.toLowerCase();
+}
+
+/** Connect everything a worker of a distributed crawl needs. Closes what it opened on failure. */
+export async function connectDistributed(options: DistributedOptions): Promise<DistributedRuntime> {
+  if (typeof options.queue !== 'string' || options.queue.trim() === '') {
+    throw new InvalidArgumentError('a distributed run needs a queue URL (redis://, nats:// or kafka://)');
+  }
+  const namespace = options.namespace ?? 'mocra';
+  const runId = options.runId ?? namespace;
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(runId)) {
+    throw new InvalidArgumentError(`runId '${runId}' must be 1–128 characters of A–Z a–z 0–9 _ . : -`);
+  }
+  const queueScheme = schemeOf(options.queue);
+  const coordinationUrl =
+    options.coordination ?? (queueScheme === 'redis' || queueScheme === 'rediss' ? options.queue : undefined);
+  if (coordinationUrl === undefined) {
+    throw new InvalidArgumentError(
+      `a ${queueScheme}:// queue needs a coordination backend: set coordination to redis://host:6379 (or local:// for a single process)`,
+    );
+  }
+  const coordinationScheme = schemeOf(coordinationUrl);
+  const redisUrl =
+    coordinationScheme === 'redis' || coordinationScheme === 'rediss'
+      ? coordinationUrl
+      : queueScheme === 'redis' || queueScheme === 'rediss'
+        ? options.queue
+        : undefined;
+  const nodeId = options.nodeId ?? `${hostname()}-${process.pid}`;
+  const opened: { close(): Promise<unknown> }[] = [];
+  try {
+    // Many handlers issue commands in the same tick: auto-pipelining sends them in one write
+    // (one syscall) instead of one per command and argument.
+    const queueOptions = {
+      ...options.queueOptions,
+      redis: {
+        ...options.queueOptions?.redis,
+        redisOptions: { enableAutoPipelining: true, ...options.queueOptions?.redis?.redisOptions },
+      },
+    };
+    const queue = await createQueueBackend(options.queue, { namespace, ...queueOptions });
+    opened.push(queue);
+    const coordination = await createCoordination(coordinationUrl, {
+      namespace,
+      nodeId,
+      ...options.coordinationOptions,
+    });
+    opened.push(coordination);
+    let deduplicator: Deduplicator | undefined;
+    if (options.dedup ?? true) {
+      if (queueScheme === 'nats') {
+        const nats = options.queueOptions?.nats;
+        const connection = (queue as { connection?: NatsConnection }).connection;
+        deduplicator = await createNatsDeduplicator({
+          ...(connection === undefined
+            ? { servers: options.queue.split(',').map((s) => s.trim()) }
+            : { connection }),
+          namespace,
+          scope: runId,
+          ...(nats?.storage === undefined ? {} : { storage: nats.storage }),
+        });
+      } else if (redisUrl !== undefined) {
+        // On the queue's own Redis, share its connection: the dedup script then joins the same
+        // auto-pipelined writes as the queue's commands (fewer syscalls per page).
+        const shared = redisUrl === options.queue ? (queue as { client?: RedisClient }).client : undefined;
+        deduplicator = await createRedisDeduplicator({
+          namespace,
+          scope: runId,
+          ...(shared === undefined
+            ? { url: redisUrl, redisOptions: { enableAutoPipelining: true } }
+            : { client: shared }),
+        });
+      } else if (coordinationScheme !== 'local') {
+        throw new InvalidArgumentError(
+          'a shared dedup set needs Redis or NATS: use a redis:// coordination URL with this queue',
+        );
+      }
+      if (deduplicator) opened.push(deduplicator);
+    }
+    let budget: RedisHostBudget | undefined;
+    let gate: HostScheduler | undefined;
+    if (options.politeness) {
+      const { leaseTtlMs, ...schedulerOptions } = options.politeness;
+      if (redisUrl !== undefined) {
+        budget = await createRedisHostBudget({
+          url: redisUrl,
+          namespace,
+          ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+        });
+        opened.push(budget);
+      } else if (coordinationScheme !== 'local') {
+        throw new InvalidArgumentError(
+          'cluster-wide politeness needs Redis: use a redis:// coordination URL',
+        );
+      }
+      gate = createHostScheduler({ ...schedulerOptions, ...(budget ? { budget } : {}) });
+    }
+    return new DistributedRuntime({
+      queue,
+      coordination,
+      deduplicator,
+      budget,
+      gate,
+      namespace,
+      runId,
+      completion: options.completion ?? {},
+    });
+  } catch (err) {
+    for (const o of opened.reverse()) await o.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+interface RuntimeParts {
+  queue: QueueBackend;
+  coordination: Coordination;
+  deduplicator: Deduplicator | undefined;
+  budget: RedisHostBudget | undefined;
+  gate: HostScheduler | undefined;
+  namespace: string;
+  runId: string;
+  completion: NonNullable<DistributedOptions['completion']>;
+}
+
+export class DistributedRuntime {
+  readonly queue: QueueBackend;
+  readonly coordination: Coordination;
+  /** The shared dedup set (closed by the engine with its frontier). */
+  readonly deduplicator: Deduplicator | undefined;
+  readonly budget: RedisHostBudget | undefined;
+  /** The politeness gate (a HostScheduler over the shared budget), when configured. */
+  readonly gate: HostScheduler | undefined;
+  readonly namespace: string;
+  readonly runId: string;
+  readonly #completion: RuntimeParts['completion'];
+  #closed = false;
+
+  constructor(parts: RuntimeParts) {
+    this.queue = parts.queue;
+    this.coordination = parts.coordination;
+    this.deduplicator = parts.deduplicator;
+    this.budget = parts.budget;
+    this.gate = parts.gate;
+    this.namespace = parts.namespace;
+    this.runId = parts.runId;
+    this.#completion = parts.completion;
+  }
+
+  /**
+   * Engine options of a worker: `base` plus the shared queue, dedup and gate, the run id, no
+   * auto-seed (seeding is cluster-wide) and no local idle end (completion is cluster-wide).
+   */
+  engineOptions(base: EngineOptions = {}): EngineOptions {
+    const frontier = { ...base.frontier };
+    if (this.deduplicator) frontier.deduplicator = this.deduplicator;
+    if (this.gate) frontier.gate = this.gate;
+    // The response topic is shared by every worker: sized for one process it would make N
+    // processes' downloads wait on each other's parse backlog (its publishers poll for room).
+    const downloads = base.stages?.download ?? base.concurrency ?? 32;
+    const topics = {
+      ...base.topics,
+      response: { capacity: Math.max(512, 16 * downloads), ...base.topics?.response },
+    };
+    // Each hand-off is a round trip to the broker: the stages that only hand work on (parse,
+    // parserTask) spend most of their time waiting on it, so give them as many workers as
+    // downloads to keep the pipeline full (unless set explicitly).
+    const stages = {
+      parse: Math.max(16, downloads),
+      parserTask: Math.max(8, downloads),
+      ...base.stages,
+    };
+    return {
+      ...base,
+      queue: this.queue,
+      runId: this.runId,
+      autoSeed: false,
+      endWhenIdle: false,
+      frontier,
+      topics,
+      stages,
+    };
+  }
+
+  /**
+   * Run `engine` (built with {@link engineOptions}) as one worker of the cluster: join, seed
+   * once across the cluster, end when the whole cluster is idle. Resolves with this worker's
+   * summary. Does not close the runtime.
+   */
+  async run(engine: Engine): Promise<RunSummary> {
+    const topics = Object.values(TOPICS).map((name) => this.queue.topic(name));
+    const cluster = createClusterRun({
+      coordination: this.coordination,
+      runId: this.runId,
+      activity: () => engine.activity(),
+      topicsEmpty: async () => {
+        for (const topic of topics) {
+          const s = await topic.stats();
+          if (s.ready + s.delayed + s.inflight > 0) return false;
+        }
+        return true;
+      },
+      onDone: () => {
+        if (engine.state === 'running') void engine.stop('idle');
+      },
+      onError: (err, context) => engine.log.warn({ err }, `cluster run: ${context}`),
+      meta: { namespace: this.namespace },
+      ...this.#completion,
+    });
+    await cluster.start();
+    const running = engine.run();
+    if (cluster.done) void engine.stop('idle'); // the run had ended before this process joined
+    const seeding = (async () => {
+      // Retried while the run lasts: the run cannot end before it was seeded.
+      while (engine.state === 'running' && !cluster.done) {
+        try {
+          const outcome = await cluster.seedOnce(async () => {
+            // As the engine's own auto-seed: a module with a cron starts on its schedule instead.
+            for (const registered of engine.registry.values()) {
+              if (registered.module.cron === undefined)
+                await engine.submit({ module: registered.module.name });
+            }
+          });
+          engine.log.info({ runId: this.runId, outcome }, 'seeding');
+          return;
+        } catch (err) {
+          engine.log.warn({ err }, 'seeding failed; trying again in 1 s');
+          await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+        }
+      }
+    })();
+    try {
+      return await running;
+    } finally {
+      await cluster.close();
+      await seeding.catch(() => undefined);
+    }
+  }
+
+  /** Close the queue, coordination, budget and dedup connections. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.gate?.close();
+    await this.deduplicator?.close().catch(() => undefined);
+    await this.budget?.close().catch(() => undefined);
+    await this.coordination.close().catch(() => undefined);
+    await this.queue.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,19 @@
+export type { NatsDeduplicatorOptions } from '../frontier/dedup/nats-deduplicator.js';
+export {
+  createNatsDeduplicator,
+  NatsDeduplicator,
+  natsDedupBucket,
+} from '../frontier/dedup/nats-deduplicator.js';
+export type { RedisDeduplicatorOptions } from '../frontier/dedup/redis-deduplicator.js';
+export {
+  createRedisDeduplicator,
+  dedupKeyBytes,
+  RedisDeduplicator,
+} from '../frontier/dedup/redis-deduplicator.js';
+export type { ClusterRunOptions, MemberActivity, SeedOutcome } from './cluster-run.js';
+export { ClusterRun, createClusterRun } from './cluster-run.js';
+export type { DistributedOptions } from './distributed-runtime.js';
+export { connectDistributed, DistributedRuntime } from './distributed-runtime.js';
+export type { RedisHostBudgetOptions } from './host-budget.js';
+export { createRedisHostBudget, RedisHostBudget } from './host-budget.js';
+export { markSeenThroughCache, SeenCache } from './seen-cache.js';
