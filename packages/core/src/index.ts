@@ -3,6 +3,7 @@
 
 export type {
   ApiAddress,
+  ApiConfigOptions,
   ApiErrorBody,
   ApiServerOptions,
   ClusterView,
@@ -12,6 +13,9 @@ export type {
   DlqPage,
   DlqResult,
   DlqSelection,
+  EngineApi,
+  EngineApiOptions,
+  EngineControlPlaneOptions,
   EngineView,
   HealthView,
   HostsView,
@@ -39,13 +43,20 @@ export {
   API_ROUTES,
   ApiKeyChecker,
   ApiServer,
+  apiOptionsFromConfig,
   apiSchemas,
   createApiServer,
+  createEngineControlPlane,
   DEFAULT_API_PORT,
   dashboardHtml,
+  describeWork,
+  EngineControlPlane,
   errorResponse,
   openApiDocument,
   RateLimiter,
+  safeJson,
+  startEngineApi,
+  summarizeDeadLetter,
 } from './api/index.js';
 export type {
   ConfigChange,
@@ -55,6 +66,7 @@ export type {
   ConfigReloadErrorEvent,
   ConfigReloadEvent,
   ConfigValueKind,
+  EngineConfigOptions,
   LiveConfigOptions,
   LoadConfigOptions,
   MemoryModuleConfigData,
@@ -70,6 +82,7 @@ export type {
   SourcePosition,
 } from './config/index.js';
 export {
+  applyLiveConfig,
   BUILT_IN_MODULE_DEFAULTS,
   CONFIG_CHANNEL_NAMES,
   configKey,
@@ -78,6 +91,7 @@ export {
   createMemoryModuleConfigProvider,
   createModuleConfigResolver,
   ENV_PREFIX,
+  engineOptionsFromConfig,
   envNameOf,
   formatKeyPath,
   LiveConfig,
@@ -120,6 +134,36 @@ export {
   PartitionOwnership,
   rendezvousOwner,
 } from './coordination/index.js';
+// Distributed data plane (issue 9): shared dedup, cluster-wide host budget, seeding and completion.
+export type {
+  ClusterRunOptions,
+  DistributedOptions,
+  MemberActivity,
+  NatsDeduplicatorOptions,
+  RedisDeduplicatorOptions,
+  RedisHostBudgetOptions,
+  SeedOutcome,
+} from './distributed/index.js';
+export {
+  ClusterRun,
+  connectDistributed,
+  createClusterRun,
+  createNatsDeduplicator,
+  createRedisDeduplicator,
+  createRedisHostBudget,
+  DistributedRuntime,
+  dedupKeyBytes,
+  NatsDeduplicator,
+  natsDedupBucket,
+  RedisDeduplicator,
+  RedisHostBudget,
+} from './distributed/index.js';
+export type { BlockedDetectionOptions, BlockedDetector } from './downloader/blocked.js';
+export {
+  createBlockedDetector,
+  DEFAULT_BLOCK_PATTERNS,
+  DEFAULT_BLOCK_STATUSES,
+} from './downloader/blocked.js';
 export type {
   BlockableResource,
   BrowserContextSettings,
@@ -149,6 +193,12 @@ export {
   launchChromium,
   parseRenderOptions,
 } from './downloader/browser/index.js';
+export type {
+  DownloadRouterOptions,
+  DownloadRouterStats,
+  ModuleDownloadSettings,
+} from './downloader/download-router.js';
+export { createDownloadRouter, DownloadRouter } from './downloader/download-router.js';
 export type { Downloader, HttpDownloaderOptions } from './downloader/index.js';
 export {
   createHttpDownloader,
@@ -169,6 +219,7 @@ export {
   downloaderHealthChannel,
   hasHealthCheck,
 } from './downloader/registry.js';
+export type { DownloadContext, DownloadProxy } from './downloader/types.js';
 export type {
   BackoffOptions,
   WebSocketCloseCause,
@@ -177,24 +228,39 @@ export type {
   WebSocketConnectionOptions,
   WebSocketConnectionStats,
   WebSocketConnectOptions,
+  WebSocketDownloaderOptions,
   WebSocketManagerOptions,
   WebSocketMessage,
   WebSocketOpenMessage,
   WebSocketReconnectMessage,
   WebSocketReconnectOptions,
+  WebSocketRequestOptions,
   WebSocketState,
 } from './downloader/websocket/index.js';
 export {
   backoffDelay,
+  createWebSocketDownloader,
   createWebSocketManager,
   defaultShouldReconnect,
+  parseWebSocketRequestOptions,
   resolveBackoff,
   WEBSOCKET_CHANNEL_NAMES,
+  WEBSOCKET_META_KEY,
   WebSocketConnection,
+  WebSocketDownloader,
   WebSocketManager,
   websocketChannels,
+  websocketRequest,
 } from './downloader/websocket/index.js';
 export type {
+  DeadLetterEntry,
+  DeadLetterListOptions,
+  DeadLetterQuery,
+  StageTopics,
+} from './engine/dead-letters.js';
+export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
+export type {
+  EngineCronOptions,
   EngineOptions,
   EngineState,
   EngineStats,
@@ -208,6 +274,8 @@ export type {
   StopReason,
 } from './engine/index.js';
 export { createEngine, Engine, StageRunner } from './engine/index.js';
+export type { PolicyStats, WatchdogTimeouts } from './engine/recovery.js';
+export { DEFAULT_WATCHDOG_TIMEOUTS } from './engine/recovery.js';
 export type {
   ApiValidationIssue,
   ConfigIssue,
@@ -229,9 +297,11 @@ export {
   ApiUnavailableError,
   ApiValidationError,
   BackendUnavailableError,
+  BlockedResponseError,
   BodyTooLargeError,
   BrowserLaunchError,
   BrowserNavigationError,
+  CircuitOpenError,
   CORE_ERROR_CODES,
   ConfigReadError,
   ConfigSyntaxError,
@@ -245,11 +315,13 @@ export {
   FencingTokenRejectedError,
   formatConfigIssueSource,
   GenerateFailedError,
+  HandlerTimeoutError,
   HttpStatusError,
   InternalError,
   InvalidArgumentError,
   InvalidBackendUrlError,
   InvalidCronError,
+  InvalidModuleError,
   InvalidUrlError,
   isMocraError,
   LeaseExpiredError,
@@ -259,6 +331,7 @@ export {
   MiddlewareFailedError,
   MissingDependencyError,
   MocraError,
+  ModuleTerminatedError,
   NonRetryableError,
   ParseFailedError,
   PayloadTooLargeError,
@@ -266,9 +339,15 @@ export {
   QueueDecodeError,
   QueueEncodeError,
   RedirectLoopError,
+  RequestSkippedError,
   RetryLaterError,
   SessionExpiredError,
   SinkFailedError,
+  SitemapError,
+  StalledError,
+  StoreFailedError,
+  StoreLockedError,
+  TaskTerminatedError,
   TextDecodingError,
   TimeoutError,
   TooManyRedirectsError,
@@ -280,7 +359,14 @@ export {
   WebSocketOverflowError,
 } from './errors.js';
 export type {
+  BloomFilterOptions,
+  TieredDeduplicatorOptions,
+  TieredDeduplicatorStats,
+} from './frontier/dedup/index.js';
+export { createTieredDeduplicator, ScalableBloomFilter, TieredDeduplicator } from './frontier/dedup/index.js';
+export type {
   AdmissionResult,
+  AdmitOptions,
   Deduplicator,
   DownloadGate,
   DownloadOutcome,
@@ -288,6 +374,7 @@ export type {
   FrontierOptions,
   FrontierStats,
   GateDecision,
+  MarkSeenOptions,
 } from './frontier/index.js';
 export {
   createFrontier,
@@ -301,6 +388,65 @@ export {
   OPEN_GATE,
   parseHttpUrl,
 } from './frontier/index.js';
+export type {
+  EnqueueLinksOptions,
+  EnqueueLinksResult,
+  ExtractedLink,
+  ExtractedPage,
+  ExtractLinksOptions,
+  LinkCandidate,
+  LinkFilter,
+  LinkFilterOptions,
+  LinkPlan,
+  LinkPlanner,
+  LinkScope,
+  PageInput,
+  PlanLinksOptions,
+  UrlPattern,
+} from './frontier/links/index.js';
+export {
+  compileUrlPattern,
+  createLinkFilter,
+  createLinkPlanner,
+  enqueueLinks,
+  extractLinks,
+  LINK_SCOPES,
+  planLinks,
+  registrableDomain,
+} from './frontier/links/index.js';
+export type {
+  AcquirePolicy,
+  AcquireResult,
+  AutoThrottleOptions,
+  BackoffMessage,
+  HostBackoffOptions,
+  HostBudget,
+  HostBudgetState,
+  HostOutcome,
+  HostSchedulerOptions,
+  HostSnapshot,
+  LocalHostBudgetOptions,
+  RobotsGuard,
+  RobotsVerdict,
+} from './frontier/politeness/index.js';
+export {
+  backoffChannel,
+  createHostScheduler,
+  HostScheduler,
+  LocalHostBudget,
+} from './frontier/politeness/index.js';
+export type {
+  FetchedResource,
+  ResourceFetcher,
+  ResourceFetcherOptions,
+  ResourceFetchInit,
+  RobotsCacheOptions,
+  RobotsEntry,
+  RobotsStatus,
+} from './frontier/robots/index.js';
+export { createResourceFetcher, createRobotsCache, RobotsCache } from './frontier/robots/index.js';
+export type { DiscoverSitemapsOptions, ReadSitemapOptions, SitemapEntry } from './frontier/sitemap/index.js';
+export { discoverSitemaps, readSitemap, SitemapParser } from './frontier/sitemap/index.js';
 export type {
   ChainResult,
   DataChainResult,
@@ -329,6 +475,7 @@ export type {
   ErrorEvent,
   FollowUpTask,
   ItemMeta,
+  ProxyChoice,
   RedirectHop,
   RequestBody,
   RequestData,
@@ -353,18 +500,51 @@ export {
 } from './model/index.js';
 export type {
   CollectedFollow,
+  CronTarget,
   FollowOptions,
   GenerateContext,
   GenerateOutput,
+  GenerateTrigger,
+  JoinReady,
   Module,
+  ModuleCron,
+  ModuleDag,
+  ModuleDropMessage,
+  ModuleFetch,
+  ModuleFlowMessage,
+  ModuleGraph,
   ModuleNode,
+  ModuleRuntimeOptions,
+  ModuleRuntimeStats,
+  ModuleScope,
+  ModuleStopMessage,
+  NodeRef,
   RegisteredModule,
+  RouteResult,
   RouteTarget,
+  RunLedgerOptions,
+  StartModuleOptions,
+  SubmitTask,
 } from './module/index.js';
-export { ModuleRegistry, ParseContext, routeFollowUp } from './module/index.js';
+export {
+  compileModuleGraph,
+  DEFAULT_ACCOUNT,
+  DEFAULT_PLATFORM,
+  dag,
+  defineModule,
+  MODULE_CHANNEL_NAMES,
+  ModuleDagBuilder,
+  ModuleRegistry,
+  ModuleRuntime,
+  ParseContext,
+  RunLedger,
+  routeFollowUp,
+  scheduleModuleCrons,
+} from './module/index.js';
 export type {
   DropMessage,
   ErrorMessage,
+  HandlerMessage,
   ItemMessage,
   Logger,
   LoggerOptions,
@@ -375,8 +555,15 @@ export type {
   StageMessage,
 } from './observability/index.js';
 export { CHANNEL_NAMES, channels, createLogger, resolveLogLevel } from './observability/index.js';
-export type { LogBufferOptions, LogQuery, LogRecord, LogRecordLevel } from './observability/log-buffer.js';
+export type {
+  BufferedLoggerOptions,
+  LogBufferOptions,
+  LogQuery,
+  LogRecord,
+  LogRecordLevel,
+} from './observability/log-buffer.js';
 export {
+  createBufferedLogger,
   createLogBuffer,
   DEFAULT_LOG_LIMIT,
   LOG_RECORD_LEVELS,
@@ -387,8 +574,10 @@ export type {
   BreakerStateLabel,
   CounterKey,
   EngineStateLabel,
+  EngineTelemetryOptions,
   GaugeKey,
   HistogramKey,
+  HostState,
   LabelGuardOptions,
   MetricFamilyKey,
   MetricFamilySpec,
@@ -399,13 +588,17 @@ export type {
   OperationSample,
   ProcessSnapshot,
   QueueSample,
+  StageLatency,
+  StageThroughput,
   SystemSamplerOptions,
   SystemSnapshot,
 } from './observability/metrics/index.js';
 export {
+  attachEngineTelemetry,
   CRAWL_PIPELINE,
   createMetrics,
   DEFAULT_LABEL_LIMITS,
+  EngineTelemetry,
   errorKind,
   hostLabel,
   LATENCY_BUCKETS,
@@ -415,12 +608,64 @@ export {
   OVERFLOW_LABEL_VALUE,
   PROCESS_METRICS_PREFIX,
   processMetricsRegistry,
+  STAGE_LABELS,
   SystemSampler,
   statusClass,
 } from './observability/metrics/index.js';
 export { importOptional } from './optional-dependency.js';
+export type { Backoff, BackoffStrategy } from './policy/backoff.js';
+export { BACKOFF_STRATEGIES, backoffDelayMs, parseRetryAfterMs } from './policy/backoff.js';
+export type {
+  BreakerPermit,
+  BreakerScope,
+  BreakerSnapshot,
+  BreakerState,
+  BreakerTransition,
+  CircuitBreakerOptions,
+} from './policy/circuit-breakers.js';
+export { CircuitBreakers, createCircuitBreakers } from './policy/circuit-breakers.js';
+export type {
+  ErrorThresholdsOptions,
+  ThresholdDecision,
+  ThresholdScope,
+  ThresholdVerdict,
+} from './policy/error-thresholds.js';
+export { createErrorThresholds, ErrorThresholds, THRESHOLD_DECISIONS } from './policy/error-thresholds.js';
+export type { FailureKind, PolicyStage } from './policy/failure-kind.js';
+export {
+  classifyCode,
+  classifyError,
+  FAILURE_KINDS,
+  isHostFailure,
+  kindOfStatus,
+  POLICY_STAGES,
+  steeringCause,
+} from './policy/failure-kind.js';
 export type { FailurePolicy, PolicyDecision, SimpleRetryPolicyOptions } from './policy/index.js';
 export { createSimpleRetryPolicy, parseRetryAfter, SimpleRetryPolicy } from './policy/index.js';
+export type { PolicyDecisionMessage, WatchdogTimeoutMessage } from './policy/policy-channels.js';
+export { POLICY_CHANNEL_NAMES, policyChannels } from './policy/policy-channels.js';
+export type {
+  FailureDecision,
+  FailureInput,
+  PolicyResolverOptions,
+  RuleContext,
+} from './policy/policy-resolver.js';
+export { createPolicyResolver, PolicyResolver } from './policy/policy-resolver.js';
+export type { DeadLetterMode, FailureRule, PolicyOverride } from './policy/policy-table.js';
+export {
+  DEAD_LETTER_MODES,
+  DEFAULT_FAILURE_RULES,
+  policyOverrideSchema,
+  policyOverridesSchema,
+} from './policy/policy-table.js';
+export type { ProgressWatchdogOptions, StallReport } from './policy/progress-watchdog.js';
+export { createProgressWatchdog, ProgressWatchdog } from './policy/progress-watchdog.js';
+export type { RecoveryPolicyOptions } from './policy/recovery-policy.js';
+export { createRecoveryPolicy, policyStage, RecoveryPolicy } from './policy/recovery-policy.js';
+export type { Admission, WorkScope } from './policy/types.js';
+export type { DeadlineOptions, HandlerWatchdogOptions } from './policy/watchdog.js';
+export { HandlerWatchdog, runWithDeadline } from './policy/watchdog.js';
 export type {
   ConsumeOptions,
   CreateQueueBackendOptions,
@@ -463,6 +708,8 @@ export {
   poisonChannel,
   QUEUE_URL_SCHEMES,
 } from './queue/index.js';
+export type { LevelQueueBackendOptions } from './queue/leveldb-queue.js';
+export { createLevelQueueBackend, LevelQueueBackend } from './queue/leveldb-queue.js';
 export type {
   Clock,
   CronFireMessage,
@@ -511,3 +758,30 @@ export {
   Session,
   SessionStore,
 } from './session/index.js';
+export type {
+  DbErrorMessage,
+  EngineStoreOptions,
+  ItemStoreMiddleware,
+  ItemStoreMiddlewareOptions,
+  ItemStoreMiddlewareSettings,
+  ItemStoreMiddlewareStats,
+  ModuleSkippedMessage,
+  ResolvedEngineStoreOptions,
+  StoreCronOptions,
+  StoreCronRefresh,
+  StoreLogOptions,
+  StoreLogWriterStats,
+  StoreMiddlewareSelection,
+  StoreModuleConfigProviderOptions,
+  TaskResultOptions,
+  TaskRunKey,
+} from './store/index.js';
+export {
+  createItemStoreMiddleware,
+  DB_CHANNEL_NAMES,
+  EngineStore,
+  resolveEngineStoreOptions,
+  STORE_CRON_PREFIX,
+  StoreModuleConfigProvider,
+  storeOptionsFromConfig,
+} from './store/index.js';

@@ -10,9 +10,11 @@
  *   logger.level              → logLevel (live)    scheduler.*           → cron (misfire live)
  *   module_defaults, modules, accounts, platforms → moduleConfig (live)
  *   proxy                     → proxies (the pool is built from the table; restart)
+ *   db.*                      → store (the database; restart)
  * ```
  */
 import type { Engine, EngineOptions } from '../engine/engine.js';
+import { storeOptionsFromConfig } from '../store/from-config.js';
 import type { ConfigChange } from './live-config.js';
 import {
   createMemoryModuleConfigProvider,
@@ -86,6 +88,8 @@ export function engineOptionsFromConfig(
     cron: { enabled: config.scheduler.enabled, misfireToleranceMs: config.scheduler.misfire_tolerance_ms },
     moduleConfig: createModuleConfigResolver({ provider, defaults }),
     ...(config.proxy === undefined ? {} : { proxies: config.proxy }),
+    // `[db]`: the database (docs/store.md), when `db.url` is set.
+    ...(config.db.url === undefined ? {} : { store: storeOptionsFromConfig(config)! }),
   };
 }
 
@@ -128,9 +132,10 @@ export function applyLiveConfig(
   if (moduleConfigChanged) {
     const resolver = engine.modules.moduleConfig;
     const { data, defaults } = moduleConfigOf(config);
-    if (resolver.provider instanceof MemoryModuleConfigProvider) {
-      resolver.provider.replace(mergeLayers(options.moduleLayers ?? {}, data));
-    }
+    // A database provider keeps config.toml's layers under its own (`memory`).
+    const memory =
+      resolver.provider instanceof MemoryModuleConfigProvider ? resolver.provider : resolver.provider.memory;
+    memory?.replace(mergeLayers(options.moduleLayers ?? {}, data));
     resolver.setDefaults(defaults);
   }
   return applied;

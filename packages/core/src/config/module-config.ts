@@ -37,6 +37,11 @@ export interface ModuleConfigProvider {
    * until it moves. Without it nothing is cached.
    */
   version?(): string | number | Promise<string | number>;
+  /**
+   * The in-memory layers under this provider's own, when it keeps some (a database provider
+   * over config.toml's tables): a config reload replaces those.
+   */
+  readonly memory?: MemoryModuleConfigProvider | undefined;
 }
 
 /** The typed view of the module-config keys the engine reads (see `moduleSettingsShape`). */
@@ -193,6 +198,13 @@ export class ModuleConfigResolver {
 
   get provider(): ModuleConfigProvider {
     return this.#provider;
+  }
+
+  /** Replaces the provider (the engine puts its database provider here); built configs are rebuilt on next use. */
+  setProvider(provider: ModuleConfigProvider): void {
+    this.#provider = provider;
+    this.#cache.clear();
+    this.#generation++;
   }
 
   /** Replaces the config.toml layer (live reload). Throws ConfigValidationError for a bad value. */

@@ -446,6 +446,139 @@ const channelConfig = z
   .prefault({});
 
 /**
+ * `[db]`: the database of accounts × platforms × modules, task results, logs and (optionally)
+ * items (`@mocra/store`; docs/store.md). Without `url` the engine runs as without a database.
+ */
+const db = z
+  .strictObject({
+    url: key(
+      z
+        .string()
+        .regex(/^(postgres(ql)?:\/\/|sqlite:)/i, 'postgres://… or sqlite:<path>')
+        .optional(),
+      {
+        live: false,
+        description:
+          'The database: `postgres://user@host:5432/db` (TLS with `?sslmode=require`) or `sqlite:<path>`. Unset: no database.',
+        upstream: 'db.url',
+      },
+    ),
+    schema: key(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'letters, digits and `_` only')
+        .default('mocra'),
+      {
+        live: false,
+        description: 'PostgreSQL schema that holds the tables (ignored for SQLite).',
+        upstream: 'db.database_schema',
+      },
+    ),
+    pool_size: key(positiveInt().default(10), {
+      live: false,
+      description: 'PostgreSQL connections at most.',
+      upstream: 'db.pool_size',
+    }),
+    connect_timeout_ms: key(positiveInt().default(10_000), {
+      live: false,
+      description: 'Time to open a PostgreSQL connection.',
+    }),
+    migrate: key(z.boolean().default(false), {
+      live: false,
+      description:
+        'Apply pending migrations when the engine opens the database (`mocra store migrate` does it by hand).',
+    }),
+    module_config: key(z.boolean().default(true), {
+      live: false,
+      description:
+        "Build modules' config from the database's ten layers and select their middleware by the relation tables.",
+    }),
+    config_cache_ms: key(nonNegativeInt().default(1_000), {
+      live: false,
+      description:
+        'How long a read of the change token is trusted; configs are cached until the token moves.',
+    }),
+    seed: key(z.boolean().default(true), {
+      live: false,
+      description:
+        'With auto-seed, start one task per enabled account × platform of the database (its linked modules).',
+    }),
+    cron: key(z.boolean().default(true), {
+      live: false,
+      description:
+        'Cron targets from the database: every enabled module × account × platform of a module with a `cron`.',
+    }),
+    cron_refresh_ms: key(positiveInt().default(30_000), {
+      live: false,
+      description:
+        'How often the change token is compared and, when it moved, the cron contexts listed again.',
+      upstream: 'scheduler.refresh_interval_secs',
+    }),
+    task_results: key(z.boolean().default(true), {
+      live: false,
+      description:
+        'Write a `task_result` row per run × module (start, heartbeats, end, status, counts, error).',
+    }),
+    heartbeat_ms: key(positiveInt().default(15_000), {
+      live: false,
+      description: 'How often running `task_result` rows get a heartbeat with their counts.',
+    }),
+    zombie_after_ms: key(positiveInt().default(120_000), {
+      live: false,
+      description:
+        'A running row without a heartbeat for this long is marked failed by the zombie sweep. Must be longer than heartbeat_ms.',
+    }),
+    zombie_sweep_ms: key(nonNegativeInt().default(60_000), {
+      live: false,
+      description: 'How often the zombie sweep runs (one node per interval in a cluster); 0 = never.',
+    }),
+    log_level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'off']).default('warn'), {
+      live: false,
+      description:
+        'Lowest level of the `log` rows: failures retried are warn, given up error, run start/end info; `off` writes none.',
+    }),
+    log_batch_size: key(positiveInt().default(100), {
+      live: false,
+      description: 'Log rows per insert.',
+    }),
+    log_flush_ms: key(positiveInt().default(1_000), {
+      live: false,
+      description: 'Longest a log row waits before its batch is written.',
+    }),
+    log_buffer: key(positiveInt().default(10_000), {
+      live: false,
+      description: 'Log rows held at most while the database is slow; more are dropped and counted.',
+    }),
+    items: key(z.boolean().default(false), {
+      live: false,
+      description:
+        "Write every module's items to a JSON table, upserted by item id (exactly once across redeliveries).",
+    }),
+    items_table: key(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'letters, digits and `_` only')
+        .default('items'),
+      {
+        live: false,
+        description: 'Table of the items (with `items = true`).',
+      },
+    ),
+  })
+  .prefault({})
+  .check((ctx) => {
+    const { heartbeat_ms: beat, zombie_after_ms: stale } = ctx.value;
+    if (stale <= beat) {
+      ctx.issues.push({
+        code: 'custom',
+        input: stale,
+        path: ['zombie_after_ms'],
+        message: `must be longer than heartbeat_ms (${beat})`,
+      });
+    }
+  });
+
+/**
  * `[proxy]`: the proxy pool (docs/proxies.md). Its keys are @mocra/proxy's, validated by
  * `parseProxyConfig` (camelCase or snake_case; durations as '30s'), whose issues are mapped
  * back to `proxy.<key>` paths so they get file positions like any other key.
@@ -513,6 +646,7 @@ export const configSchema = z.strictObject({
   scheduler,
   api,
   channel_config: channelConfig,
+  db,
   module_defaults: key(moduleLayerSchema.default({}), {
     live: true,
     description:

@@ -9,24 +9,28 @@ import { randomUUID } from 'node:crypto';
 import type { TaskEvent } from '../model/events.js';
 import type { CronInput } from '../schedule/cron.js';
 import type { CronFiring, CronScheduler } from '../schedule/scheduler.js';
-import type { ModuleRegistry } from './registry.js';
+import type { ModuleRegistry, RegisteredModule } from './registry.js';
 import { DEFAULT_ACCOUNT, DEFAULT_PLATFORM } from './runtime.js';
 import type { CronTarget, ModuleCron } from './types.js';
 
 /** Submits the task a firing starts (the engine's `submit`). */
 export type SubmitTask = (task: Omit<TaskEvent, 'runId'> & { runId: string }) => Promise<void>;
 
-/** Adds a job per module × cron target; returns how many jobs were added. */
+/**
+ * Adds a job per module × cron target; returns how many jobs were added. `include` leaves out
+ * modules whose targets come from elsewhere (the database's cron contexts).
+ */
 export function scheduleModuleCrons(
   registry: ModuleRegistry,
   scheduler: CronScheduler,
   submit: SubmitTask,
   onFire?: (firing: CronFiring, task: TaskEvent) => void,
+  include?: (registered: RegisteredModule) => boolean,
 ): number {
   let added = 0;
   for (const registered of registry.values()) {
     const cron = registered.module.cron;
-    if (cron === undefined) continue;
+    if (cron === undefined || (include !== undefined && !include(registered))) continue;
     const { schedule, targets } = normalize(cron);
     for (const target of targets) {
       const account = target.account ?? DEFAULT_ACCOUNT;
