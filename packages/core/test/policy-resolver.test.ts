@@ -61,6 +61,11 @@ describe('classification', () => {
     ]);
     expect(classifyCode('MOCRA_ERR_HTTP_STATUS', 429)).toBe('http-429');
     expect(classifyCode('MOCRA_ERR_NOT_A_CODE')).toBe('unknown');
+    // Store failures: a database that failed is retried; a write that can never succeed is not.
+    expect(classifyCode('MOCRA_ERR_STORE_CONNECTION')).toBe('store');
+    expect(classifyCode('MOCRA_ERR_STORE_SERIALIZATION')).toBe('store');
+    expect(classifyCode('MOCRA_ERR_STORE_CONSTRAINT')).toBe('invalid-request');
+    expect(classifyCode('MOCRA_ERR_STORE_MISSING_TABLE')).toBe('invalid-request');
     expect(isHostFailure('http-503')).toBe(true);
     expect(isHostFailure('parse')).toBe(false);
   });

@@ -95,6 +95,19 @@ const KIND_BY_CODE: Readonly<Record<string, FailureKind>> = {
   MOCRA_ERR_GENERATE_FAILED: 'parse',
   MOCRA_ERR_MIDDLEWARE_FAILED: 'middleware',
   MOCRA_ERR_SINK_FAILED: 'store',
+  // @mocra/store: the database failed (retried with the store backoff) or the write can never
+  // succeed as it is (bad value, constraint, missing table or driver: dead-lettered for replay
+  // once the cause is fixed).
+  MOCRA_ERR_STORE_CONNECTION: 'store',
+  MOCRA_ERR_STORE_SERIALIZATION: 'store',
+  MOCRA_ERR_STORE_QUERY: 'store',
+  MOCRA_ERR_STORE_CONSTRAINT: 'invalid-request',
+  MOCRA_ERR_STORE_INVALID_INPUT: 'invalid-request',
+  MOCRA_ERR_STORE_CONFIG_TYPE: 'invalid-request',
+  MOCRA_ERR_STORE_MISSING_TABLE: 'invalid-request',
+  MOCRA_ERR_STORE_DRIVER_MISSING: 'invalid-request',
+  MOCRA_ERR_STORE_CONTEXT_UNAVAILABLE: 'invalid-request',
+  MOCRA_ERR_STORE_NOT_FOUND: 'invalid-request',
   MOCRA_ERR_QUEUE_CLOSED: 'queue',
   MOCRA_ERR_QUEUE_DECODE: 'queue',
   MOCRA_ERR_QUEUE_ENCODE: 'queue',
