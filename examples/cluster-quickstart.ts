@@ -9,6 +9,10 @@
  *
  * The children are this same file, started with this process's own flags (so they run the built
  * package or the sources, whichever the parent does).
+ *
+ * This is the Raft cluster alone. For the crawler on it — three processes crawling the fixture
+ * catalog with `.cluster(ClusterConfig.bootstrap(…))` / `.join(…)` and a Redis data plane — see
+ * examples/cluster-crawl.ts.
  */
 import type { ChildProcess } from 'node:child_process';
 import { fork } from 'node:child_process';

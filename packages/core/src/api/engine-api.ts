@@ -15,6 +15,7 @@
  * work is taken, instead of leaving a crawl running without its API.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
+import { clusterInfoOf } from '../cluster/raft-cluster-info.js';
 import type { Coordination } from '../coordination/types.js';
 import type { Engine } from '../engine/engine.js';
 import { attachEngineTelemetry, type EngineTelemetry } from '../observability/metrics/engine-telemetry.js';
@@ -22,12 +23,15 @@ import { createMetrics, type MocraMetrics } from '../observability/metrics/mocra
 import { SystemSampler } from '../observability/metrics/system-sampler.js';
 import { createEngineControlPlane, type EngineControlPlane } from './engine-control-plane.js';
 import { type ApiAddress, type ApiServer, type ApiServerOptions, createApiServer } from './server.js';
+import type { ClusterInfoSource } from './types.js';
 
 export interface EngineApiOptions extends Omit<ApiServerOptions, 'controlPlane' | 'metrics' | 'system'> {
   /** The `node` label and the node name in views. @default the coordination node id, else the host name */
   node?: string;
   /** A shared coordination backend: cluster-wide pause, `/nodes`, the cluster view. */
   coordination?: Coordination;
+  /** Leader, roles, term, commit index and partition map in the cluster view. @default the Raft backend's own */
+  clusterInfo?: ClusterInfoSource;
   /** Use this registry (e.g. to add your own families); `false` serves no `/metrics`. @default a new one */
   metrics?: MocraMetrics | false;
   /** Also expose the Node.js process metrics on `/metrics`. @default true */
@@ -51,6 +55,7 @@ export async function startEngineApi(engine: Engine, options: EngineApiOptions =
   const {
     node: nodeOption,
     coordination,
+    clusterInfo = coordination === undefined ? undefined : clusterInfoOf(coordination),
     metrics: metricsOption,
     processMetrics,
     pausePollMs,
@@ -77,6 +82,7 @@ export async function startEngineApi(engine: Engine, options: EngineApiOptions =
     telemetry,
     ...(node === undefined ? {} : { node }),
     ...(coordination === undefined ? {} : { coordination }),
+    ...(clusterInfo === undefined ? {} : { clusterInfo }),
     ...(pausePollMs === undefined ? {} : { pausePollMs }),
   });
   const server = createApiServer({

@@ -25,6 +25,7 @@ import type { EngineTelemetry } from '../observability/metrics/engine-telemetry.
 import type { DeadLetter, DeadLetterFilter } from '../queue/types.js';
 import { safeJson, summarizeDeadLetter } from './dlq-view.js';
 import type {
+  ClusterInfoSource,
   ClusterView,
   ControlPlane,
   DlqEntryView,
@@ -50,6 +51,8 @@ export interface EngineControlPlaneOptions {
   node?: string;
   /** A shared backend makes pause/resume cluster-wide and fills `/nodes` and the cluster view. */
   coordination?: Coordination;
+  /** Leader, roles, term, commit index, partition map for the cluster view. @default members only */
+  clusterInfo?: ClusterInfoSource;
   /** How often a node checks the cluster-wide pause key. @default 1000 */
   pausePollMs?: number;
   /** Rows of `/observability/hosts`. @default 200 */
@@ -72,6 +75,7 @@ export class EngineControlPlane implements ControlPlane {
   readonly #engine: Engine;
   readonly #telemetry: EngineTelemetry;
   readonly #coordination: Coordination | undefined;
+  readonly #clusterInfo: ClusterInfoSource | undefined;
   readonly #clustered: boolean;
   readonly #pauseKey: string;
   readonly #hostsLimit: number;
@@ -84,6 +88,7 @@ export class EngineControlPlane implements ControlPlane {
     this.#engine = options.engine;
     this.#telemetry = options.telemetry;
     this.#coordination = options.coordination;
+    this.#clusterInfo = options.clusterInfo;
     this.#clustered = options.coordination !== undefined && options.coordination.kind !== 'local';
     this.node = options.node ?? options.coordination?.nodeId ?? os.hostname();
     this.#pauseKey = `${options.engine.queue.namespace}:engine:pause`;
@@ -222,23 +227,29 @@ export class EngineControlPlane implements ControlPlane {
     if (!this.#clustered || coordination === undefined) return null;
     const members = await coordination.members();
     const paused = await coordination.get(this.#pauseKey);
+    const info = await this.#clusterInfo?.describe(members);
+    const leader = info?.leader ?? null;
     return {
       kind: coordination.kind,
       nodeId: coordination.nodeId,
-      leader: null,
-      isLeader: false,
-      members: members.map((m) => ({
-        id: m.id,
-        addr: m.addr ?? null,
-        lastSeen: m.lastSeen,
-        leader: false,
-        self: m.id === coordination.nodeId,
-        meta: { ...m.meta },
-      })),
+      leader,
+      isLeader: leader !== null && leader === coordination.nodeId,
+      members: members.map((m) => {
+        const role = info?.roles[m.id];
+        return {
+          id: m.id,
+          addr: m.addr ?? null,
+          lastSeen: m.lastSeen,
+          leader: leader !== null && m.id === leader,
+          self: m.id === coordination.nodeId,
+          meta: { ...m.meta, ...(role === undefined ? {} : { role }) },
+        };
+      }),
       details: {
         members: members.length,
         'pause key': this.#pauseKey,
         'cluster paused': paused !== undefined,
+        ...info?.details,
       },
       sampledAt: Date.now(),
     };

@@ -18,6 +18,8 @@ export { apiSchemas } from './schemas.js';
 export type { ApiAddress, ApiServerOptions } from './server.js';
 export { ApiServer, createApiServer, DEFAULT_API_PORT } from './server.js';
 export type {
+  ClusterInfo,
+  ClusterInfoSource,
   ClusterView,
   ControlPlane,
   DlqEntryView,

@@ -94,6 +94,25 @@ export interface ControlPlane {
   purgeDeadLetters(selection: DlqSelection): Promise<DlqResult>;
 }
 
+/**
+ * Facts about the cluster that only the coordination backend knows (who leads, each member's
+ * role, term and commit index, the partition map), for `/observability/cluster` and the
+ * dashboard's cluster panel. The Raft backend has one (from `ClusterNode.status()`); without
+ * one the view lists the members alone.
+ */
+export interface ClusterInfoSource {
+  describe(members: readonly { readonly id: string }[]): ClusterInfo | Promise<ClusterInfo>;
+}
+
+export interface ClusterInfo {
+  /** The member that leads the cluster, if known. */
+  leader: string | null;
+  /** Role per member id (`leader`, `voter`, `learner`…); shown in the members table. */
+  roles: Record<string, string>;
+  /** Shown as a key/value table under the members. */
+  details: Record<string, string | number | boolean | null>;
+}
+
 /** What `/metrics` renders: a prom-client registry or a {@link MocraMetrics} both fit. */
 export interface MetricsSource {
   readonly contentType: string;

@@ -1,9 +1,12 @@
 /**
  * One entry point from a URL (a config value, an environment variable) to a coordination
- * backend: `local://` (this process alone) or `redis://host:6379[/db]`.
+ * backend: `local://` (this process alone), `redis://host:6379[/db]`, or `raft://host:port?id=…&dir=…`
+ * (this process runs a node of the embedded Raft cluster; see raft-url.ts).
  */
 import { InvalidBackendUrlError } from '../errors.js';
 import { createLocalCoordination, type LocalCoordinationOptions } from './local-coordination.js';
+import { createRaftCoordination, type RaftCoordinationOptions } from './raft-coordination.js';
+import { raftConfigFromUrl } from './raft-url.js';
 import { createRedisCoordination, type RedisCoordinationOptions } from './redis-coordination.js';
 import type { Coordination } from './types.js';
 
@@ -18,9 +21,11 @@ export interface CreateCoordinationOptions {
   local?: Omit<LocalCoordinationOptions, 'nodeId' | 'memberTtlMs'>;
   /** Options only the Redis backend reads. */
   redis?: Omit<RedisCoordinationOptions, 'url' | 'nodeId' | 'namespace' | 'memberTtlMs'>;
+  /** Options only the Raft backend reads (node timing, leader wait). */
+  raft?: Pick<RaftCoordinationOptions, 'nodeOptions' | 'heartbeatMs' | 'leaderTimeoutMs'>;
 }
 
-export const COORDINATION_URL_SCHEMES = ['local', 'redis', 'rediss'] as const;
+export const COORDINATION_URL_SCHEMES = ['local', 'redis', 'rediss', 'raft'] as const;
 
 export async function createCoordination(
   url: string,
@@ -52,6 +57,16 @@ export async function createCoordination(
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
         url: text,
       });
+    case 'raft': {
+      // The URL's node id names the Raft node; the coordination member id defaults to it.
+      const config = raftConfigFromUrl(text, options.nodeId === undefined ? {} : { nodeId: options.nodeId });
+      return createRaftCoordination({
+        ...options.raft,
+        config,
+        ...(options.memberTtlMs === undefined ? {} : { memberTtlMs: options.memberTtlMs }),
+        ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+      });
+    }
     default:
       throw new InvalidBackendUrlError(text, `unknown scheme '${scheme}:'; expected one of ${expected}`);
   }

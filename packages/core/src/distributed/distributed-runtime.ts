@@ -16,12 +16,19 @@
  * ```
  *
  * The coordination URL defaults to the queue URL when that is Redis; NATS and Kafka need one
- * (`redis://…`, or `local://` for a single process).
+ * (`redis://…`, `raft://…`, or `local://` for a single process). A coordination backend that is
+ * already open (the embedded Raft cluster's, from `.cluster(ClusterConfig…)`) can be given instead
+ * of a URL; the runtime then owns it.
+ *
+ * Cron jobs fire on the owner of their key's partition (cluster/cron-ownership.ts); times a dead
+ * owner left unfired are fired late by the new owner, once.
  */
 import { hostname } from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { type CronOwnership, createCronOwnership } from '../cluster/cron-ownership.js';
 import { type CreateCoordinationOptions, createCoordination } from '../coordination/create-coordination.js';
 import type { Coordination } from '../coordination/types.js';
+import { MOCRA_VERSION } from '../downloader/version.js';
 import type { Engine, EngineOptions, RunSummary } from '../engine/engine.js';
 import { InvalidArgumentError, InvalidBackendUrlError } from '../errors.js';
 import { createNatsDeduplicator } from '../frontier/dedup/nats-deduplicator.js';
@@ -43,10 +50,11 @@ export interface DistributedOptions {
   /** Queue backend URL: `redis://…`, `nats://…`, `kafka://…` (`memory://` is one process). */
   queue: string;
   /**
-   * Coordination URL: `redis://…`, or `local://` for one process.
+   * Coordination URL: `redis://…`, `raft://…`, or `local://` for one process — or an open
+   * coordination backend (closed with the runtime).
    * @default the queue URL when it is redis://, else required
    */
-  coordination?: string;
+  coordination?: string | Coordination;
   /** Keeps crawls sharing servers apart: topics, dedup, budget and coordination keys. @default 'mocra' */
   namespace?: string;
   /**
@@ -73,6 +81,11 @@ export interface DistributedOptions {
   coordinationOptions?: CreateCoordinationOptions;
   /** Timing of the cluster-wide completion detection. */
   completion?: Pick<ClusterRunOptions, 'pollMs' | 'checkEveryMs' | 'probeTimeoutMs' | 'lockTtlMs'>;
+  /**
+   * How often cron's partition owners are looked up again, and refused cron times asked about
+   * again (so a dead owner's times are fired by the next one). @default 1000
+   */
+  cronOwnershipMs?: number;
 }
 
 function schemeOf(url: string): string {
@@ -92,8 +105,12 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
     throw new InvalidArgumentError(`runId '${runId}' must be 1–128 characters of A–Z a–z 0–9 _ . : -`);
   }
   const queueScheme = schemeOf(options.queue);
+  const given = typeof options.coordination === 'object' ? options.coordination : undefined;
   const coordinationUrl =
-    options.coordination ?? (queueScheme === 'redis' || queueScheme === 'rediss' ? options.queue : undefined);
+    given !== undefined
+      ? `${given.kind}://`
+      : ((options.coordination as string | undefined) ??
+        (queueScheme === 'redis' || queueScheme === 'rediss' ? options.queue : undefined));
   if (coordinationUrl === undefined) {
     throw new InvalidArgumentError(
       `a ${queueScheme}:// queue needs a coordination backend: set coordination to redis://host:6379 (or local:// for a single process)`,
@@ -107,7 +124,7 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
         ? options.queue
         : undefined;
   const nodeId = options.nodeId ?? `${hostname()}-${process.pid}`;
-  const opened: { close(): Promise<unknown> }[] = [];
+  const opened: { close(): Promise<unknown> }[] = given === undefined ? [] : [given];
   try {
     // Many handlers issue commands in the same tick: auto-pipelining sends them in one write
     // (one syscall) instead of one per command and argument.
@@ -120,12 +137,14 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
     };
     const queue = await createQueueBackend(options.queue, { namespace, ...queueOptions });
     opened.push(queue);
-    const coordination = await createCoordination(coordinationUrl, {
-      namespace,
-      nodeId,
-      ...options.coordinationOptions,
-    });
-    opened.push(coordination);
+    const coordination =
+      given ??
+      (await createCoordination(coordinationUrl, {
+        namespace,
+        nodeId,
+        ...options.coordinationOptions,
+      }));
+    if (given === undefined) opened.push(coordination);
     let deduplicator: Deduplicator | undefined;
     if (options.dedup ?? true) {
       if (queueScheme === 'nats') {
@@ -184,6 +203,7 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
       namespace,
       runId,
       completion: options.completion ?? {},
+      cronOwnershipMs: options.cronOwnershipMs ?? 1_000,
     });
   } catch (err) {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
@@ -200,6 +220,7 @@ interface RuntimeParts {
   namespace: string;
   runId: string;
   completion: NonNullable<DistributedOptions['completion']>;
+  cronOwnershipMs: number;
 }
 
 export class DistributedRuntime {
@@ -213,6 +234,9 @@ export class DistributedRuntime {
   readonly namespace: string;
   readonly runId: string;
   readonly #completion: RuntimeParts['completion'];
+  readonly #cronOwnershipMs: number;
+  /** Who fires which cron job: the owner of its key's partition. */
+  readonly cron: CronOwnership;
   #closed = false;
 
   constructor(parts: RuntimeParts) {
@@ -224,11 +248,15 @@ export class DistributedRuntime {
     this.namespace = parts.namespace;
     this.runId = parts.runId;
     this.#completion = parts.completion;
+    this.#cronOwnershipMs = parts.cronOwnershipMs;
+    this.cron = createCronOwnership(this.coordination, { refreshMs: parts.cronOwnershipMs });
   }
 
   /**
-   * Engine options of a worker: `base` plus the shared queue, dedup and gate, the run id, no
-   * auto-seed (seeding is cluster-wide) and no local idle end (completion is cluster-wide).
+   * Engine options of a worker: `base` plus the shared queue, dedup and gate, the coordination
+   * (cron claims, the advance gate and stop flags hold cluster-wide), cron on partition owners,
+   * the run id, no auto-seed (seeding is cluster-wide) and no local idle end (completion is
+   * cluster-wide).
    */
   engineOptions(base: EngineOptions = {}): EngineOptions {
     const frontier = { ...base.frontier };
@@ -249,8 +277,16 @@ export class DistributedRuntime {
       parserTask: Math.max(8, downloads),
       ...base.stages,
     };
+    const gate = base.cron?.gate;
+    const cron = {
+      recheckRefusedMs: this.#cronOwnershipMs,
+      ...base.cron,
+      gate: (job: { id: string; key: string }) => this.cron.gate(job) && (gate === undefined || gate(job)),
+    };
     return {
       ...base,
+      coordination: base.coordination ?? this.coordination,
+      cron,
       queue: this.queue,
       runId: this.runId,
       autoSeed: false,
@@ -283,10 +319,13 @@ export class DistributedRuntime {
         if (engine.state === 'running') void engine.stop('idle');
       },
       onError: (err, context) => engine.log.warn({ err }, `cluster run: ${context}`),
-      meta: { namespace: this.namespace },
+      meta: { namespace: this.namespace, hostname: hostname(), version: MOCRA_VERSION },
       ...this.#completion,
     });
     await cluster.start();
+    await this.cron
+      .start()
+      .catch((err: unknown) => engine.log.warn({ err }, 'cron ownership: members not read'));
     const running = engine.run();
     if (cluster.done) void engine.stop('idle'); // the run had ended before this process joined
     const seeding = (async () => {
@@ -311,6 +350,7 @@ export class DistributedRuntime {
     try {
       return await running;
     } finally {
+      this.cron.stop();
       await cluster.close();
       await seeding.catch(() => undefined);
     }

@@ -18,6 +18,11 @@
  * key lives long enough (two misfire windows) that no node can still be within tolerance when
  * it lapses.
  *
+ * Ownership moves (a node dies, another joins), so with `recheckRefusedMs` a time the gate
+ * refused here (or whose claim could not be made) is asked again until it is out of the misfire
+ * tolerance: the node that becomes its owner fires it late, and the claim keeps it at most once.
+ * A partition's times are then fired at least once while any node lives, too.
+ *
  * Time comes from an injectable {@link Clock}, so a test moves a {@link ManualClock} instead of
  * waiting.
  */
@@ -63,6 +68,8 @@ export interface CronSkipMessage {
 }
 
 const MAX_COUNTED = 10_000;
+/** Refused times kept per job for a recheck. */
+const MAX_REFUSED = 1_000;
 
 /** `mocra:schedule:fire` — a job fired on this node. */
 export type CronFireMessage = CronFiring;
@@ -92,6 +99,12 @@ export interface CronSchedulerOptions {
    * @default every job
    */
   gate?: (job: { id: string; key: string }) => boolean;
+  /**
+   * Ask the gate again for a time it refused (or whose claim failed) every this many ms, while
+   * the time is within the misfire tolerance; when it lets the time through, the time fires late
+   * (if no other node claimed it). 0 = a refused time is skipped for good. @default 0
+   */
+  recheckRefusedMs?: number;
   /** Called when a job's `fire` throws or rejects (also published on `mocra:schedule:error`). */
   onError?: (jobId: string, error: unknown) => void;
   /** Called for each skipped scheduled time (also published on `mocra:schedule:skip`). */
@@ -129,6 +142,10 @@ export class CronScheduler {
   readonly #gate: CronSchedulerOptions['gate'];
   readonly #onError: CronSchedulerOptions['onError'];
   readonly #onSkip: CronSchedulerOptions['onSkip'];
+  readonly #recheckMs: number;
+  /** Scheduled times refused here, by job id, oldest first (only with recheckRefusedMs). */
+  readonly #refused = new Map<string, number[]>();
+  #recheckTimer: TimerHandle | undefined;
   readonly #jobs = new Map<string, JobState>();
   readonly #inFlight = new Set<Promise<void>>();
   #timer: TimerHandle | undefined;
@@ -145,6 +162,9 @@ export class CronScheduler {
     this.#gate = options.gate;
     this.#onError = options.onError;
     this.#onSkip = options.onSkip;
+    this.#recheckMs = options.recheckRefusedMs ?? 0;
+    if (!Number.isFinite(this.#recheckMs) || this.#recheckMs < 0)
+      throw new InvalidArgumentError(`recheckRefusedMs must be ≥ 0, got ${this.#recheckMs}`);
   }
 
   get running(): boolean {
@@ -185,6 +205,7 @@ export class CronScheduler {
   /** Removes a job; returns whether it existed. A firing in progress finishes. */
   remove(id: string): boolean {
     const removed = this.#jobs.delete(id);
+    this.#refused.delete(id);
     if (removed && this.#running) this.#kick();
     return removed;
   }
@@ -216,6 +237,9 @@ export class CronScheduler {
     this.#running = false;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#recheckTimer !== undefined) this.#clock.clearTimeout(this.#recheckTimer);
+    this.#recheckTimer = undefined;
+    this.#refused.clear();
     await this.#ticking;
     await Promise.allSettled([...this.#inFlight]);
     if (this.#ownsCoordination) await this.#coordination.close();
@@ -315,10 +339,11 @@ export class CronScheduler {
   ): Promise<void> {
     if (this.#gate && !this.#gate({ id: job.id, key: job.key })) {
       this.#skip({ jobId: job.id, scheduledAt, reason: 'not-owner' });
+      if (reason === 'schedule') this.#refuse(job, scheduledAt);
       return;
     }
     if (reason === 'schedule') {
-      const claim = `${this.#namespace}:cron:${job.id}:${scheduledAt}`;
+      const claim = this.#claimKey(job, scheduledAt);
       let won: boolean;
       try {
         won = await this.#coordination.compareAndSet(claim, undefined, this.#coordination.nodeId, {
@@ -328,6 +353,7 @@ export class CronScheduler {
         // Without a claim the firing could double; at most once wins over at least once here.
         const error = isMocraError(err) ? err : new InternalError('cron claim failed', { cause: err });
         this.#skip({ jobId: job.id, scheduledAt, reason: 'claim-failed', error });
+        this.#refuse(job, scheduledAt);
         return;
       }
       if (!won) {
@@ -347,6 +373,62 @@ export class CronScheduler {
     })();
     this.#inFlight.add(run);
     void run.finally(() => this.#inFlight.delete(run));
+  }
+
+  #claimKey(job: JobState, scheduledAt: number): string {
+    return `${this.#namespace}:cron:${job.id}:${scheduledAt}`;
+  }
+
+  /** Keep a refused time to ask about again (with recheckRefusedMs). */
+  #refuse(job: JobState, scheduledAt: number): void {
+    if (this.#recheckMs === 0 || !this.#running) return;
+    let times = this.#refused.get(job.id);
+    if (times === undefined) {
+      times = [];
+      this.#refused.set(job.id, times);
+    }
+    if (!times.includes(scheduledAt)) times.push(scheduledAt);
+    // Bounded: a job refused for a long time keeps its latest times.
+    if (times.length > MAX_REFUSED) times.splice(0, times.length - MAX_REFUSED);
+    this.#armRecheck();
+  }
+
+  #armRecheck(): void {
+    if (this.#recheckTimer !== undefined || !this.#running || this.#refused.size === 0) return;
+    this.#recheckTimer = this.#clock.setTimeout(() => {
+      this.#recheckTimer = undefined;
+      void this.#recheck();
+    }, this.#recheckMs);
+  }
+
+  /** Ask again about refused times still within the tolerance; fire those the gate now lets through. */
+  async #recheck(): Promise<void> {
+    if (!this.#running) return;
+    const now = this.#clock.now();
+    const work: Promise<void>[] = [];
+    for (const [id, times] of [...this.#refused]) {
+      const job = this.#jobs.get(id);
+      const live = times.filter((t) => now - t <= this.#misfireToleranceMs);
+      this.#refused.delete(id);
+      if (job === undefined || live.length === 0) continue;
+      if (this.#gate && !this.#gate({ id: job.id, key: job.key })) {
+        this.#refused.set(id, live);
+        continue;
+      }
+      // Oldest first. Most were fired by their owner at the time: a read (cheaper than a
+      // compare-and-set on every backend) finds those; a failed claim puts its time back.
+      work.push(
+        (async () => {
+          for (const t of live) {
+            const taken = await this.#coordination.get(this.#claimKey(job, t)).catch(() => undefined);
+            if (taken !== undefined) continue;
+            await this.#attempt(job, t, 'schedule', now);
+          }
+        })(),
+      );
+    }
+    await Promise.all(work);
+    this.#armRecheck();
   }
 
   #skip(message: CronSkipMessage): void {

@@ -1,0 +1,75 @@
+// The facade's cluster and DAG-job knobs, in one process: `.cluster(ClusterConfig…)` needs a
+// data-plane queue (a typed error otherwise, before anything starts), and `.dag()` runs a graph
+// as a job of the crawl with no cluster at all.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createDag, jsonPayload } from '@mocra/dag';
+import { startFixtureSite } from '@mocra/testkit';
+import { ClusterConfig, type DagJobResult, defineSpider, Mocra } from 'mocra';
+import { expect, test } from 'vitest';
+
+test('.cluster(ClusterConfig) without a shared queue is refused before any node starts', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mocra-cluster-builder-'));
+  try {
+    const builder = Mocra.builder()
+      .spider(defineSpider({ name: 's', startUrls: ['http://127.0.0.1:9/'], parse() {} }), () => {})
+      .cluster(ClusterConfig.bootstrap('n1', '127.0.0.1:0', path.join(dir, 'n1')));
+    const saved = process.env.MOCRA_QUEUE;
+    delete process.env.MOCRA_QUEUE;
+    try {
+      await expect(builder.run()).rejects.toMatchObject({
+        code: 'MOCRA_ERR_INVALID_ARGUMENT',
+        message: expect.stringContaining('data-plane queue'),
+      });
+    } finally {
+      if (saved !== undefined) process.env.MOCRA_QUEUE = saved;
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('.dag() runs a graph as a job of a single-process crawl, beside a spider', async () => {
+  const site = await startFixtureSite({ catalog: { books: 5 } });
+  try {
+    const results: DagJobResult[] = [];
+    const titles: string[] = [];
+    const summary = await Mocra.builder()
+      .spider(
+        defineSpider<{ title: string }>({
+          name: 'one-book',
+          startUrls: [`${site.url}/book/1`],
+          parse(res, cx) {
+            cx.emit({ title: res.$('h1').text() });
+          },
+        }),
+        (item) => {
+          titles.push(item.title);
+        },
+      )
+      .dag(
+        'totals',
+        () =>
+          createDag([
+            { id: 'count', run: async () => jsonPayload(3) },
+            {
+              id: 'double',
+              after: ['count'],
+              placement: { kind: 'remote', workerGroup: 'math' },
+              run: async (ctx) =>
+                jsonPayload(2 * (JSON.parse(Buffer.from(ctx.input('count').bytes).toString()) as number)),
+            },
+          ]),
+        { sink: (result) => void results.push(result) },
+      )
+      .handleSignals(false)
+      .run();
+    expect(summary.reason).toBe('idle');
+    expect(titles).toHaveLength(1);
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ job: 'totals', outputs: { count: 3, double: 6 }, restored: [] });
+  } finally {
+    await site.close();
+  }
+});

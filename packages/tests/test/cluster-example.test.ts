@@ -1,0 +1,32 @@
+// examples/cluster-crawl.ts runs as documented: three processes on loopback (Raft control plane,
+// Redis data plane) crawl the fixture catalog, every book once; it exits 0 on its own.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+
+const root = path.resolve(import.meta.dirname, '../../..');
+
+test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exactly once', {
+  timeout: 150_000,
+}, async () => {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@mocra/source', path.join(root, 'examples/cluster-crawl.ts')],
+    { cwd: root, env: { ...process.env, MOCRA_LOG_LEVEL: 'error' } },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 140_000);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearTimeout(timer);
+  expect(code, stderr).toBe(0);
+  expect(stdout).toContain('200 distinct items (catalog: 200 books)');
+  const nodes = [...stdout.matchAll(/^(n\d): (\d+) pages, \d+ items, ended: idle$/gm)];
+  expect(nodes.map((m) => m[1])).toEqual(['n1', 'n2', 'n3']);
+});
