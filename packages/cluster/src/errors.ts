@@ -19,6 +19,8 @@ export const CLUSTER_ERROR_CODES = {
     'A peer or client sent a request body that is not a valid cluster message.',
   MOCRA_ERR_CLUSTER_UNAUTHORIZED: 'A request between nodes carried no shared secret or the wrong one.',
   MOCRA_ERR_CLUSTER_NO_LEADER: 'No leader was reachable before the deadline; the operation did not run.',
+  MOCRA_ERR_CLUSTER_STARTING:
+    'The node asked is listening but still opening its log; the request did not run (retried by joins and forwards).',
   MOCRA_ERR_CLUSTER_NOT_LEADER: 'A leader-only request reached a node that is not the leader.',
   MOCRA_ERR_CLUSTER_TIMEOUT:
     'The operation did not finish before its deadline; a write may or may not have been applied.',
@@ -130,6 +132,14 @@ export class NoLeaderError extends ClusterError {
   override readonly name = 'NoLeaderError';
   constructor(message = 'no leader is known; the cluster may be electing one') {
     super('MOCRA_ERR_CLUSTER_NO_LEADER', message, true);
+  }
+}
+
+/** A peer is listening but has not opened its log yet: normal while nodes start together. */
+export class NodeStartingError extends ClusterError {
+  override readonly name = 'NodeStartingError';
+  constructor(message = 'node is starting; try again shortly') {
+    super('MOCRA_ERR_CLUSTER_STARTING', message, true);
   }
 }
 

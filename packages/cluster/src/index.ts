@@ -22,6 +22,7 @@ export {
   JoinFailedError,
   NodeIdRetiredError,
   NodeRemovedError,
+  NodeStartingError,
   NoLeaderError,
   NotLeaderError,
   SessionExpiredError,

@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ClusterEvent, ClusterNode, ClusterNodeOptions } from '../src/index.js';
 import { ClusterConfig, createClusterNode, partitionOf, rendezvousOwner } from '../src/index.js';
+import { HttpPeerServer } from '../src/internal.js';
 import { eventually } from './harness/process-cluster.js';
 
 const SECRET = 'not-a-real-secret';
@@ -255,5 +256,25 @@ describe('a three-node cluster in one process', () => {
     ).rejects.toMatchObject({ code: 'MOCRA_ERR_CLUSTER_NODE_ID_RETIRED' });
     await l.set('after-removal', 'ok');
     expect(await l.get('after-removal')).toBe('ok');
+  });
+});
+
+describe('a peer that is still starting', () => {
+  test('answers 503 with a retryable MOCRA_ERR_CLUSTER_STARTING, so joins and forwards try again', async () => {
+    // Listening, but no node attached yet: the window while a node opens its LevelDB log.
+    const server = await HttpPeerServer.listen('127.0.0.1:0');
+    try {
+      const res = await request(`http://${server.address}/raft/request`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'join', id: 'n9', addr: '127.0.0.1:1' }),
+      });
+      expect(res.statusCode).toBe(503);
+      const body = (await res.body.json()) as { ok: boolean; error: { code: string; retryable: boolean } };
+      expect(body.ok).toBe(false);
+      expect(body.error).toMatchObject({ code: 'MOCRA_ERR_CLUSTER_STARTING', retryable: true });
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -2,9 +2,12 @@
 // backends: local (its time is the suite's manual clock, so the expiry cases run too), the real
 // local Redis, and a real 3-node Raft cluster in this process.
 import { randomBytes } from 'node:crypto';
-import type { FencingStore, IdempotencyStore, ManualClock, RunGuard, RunStateStore } from '@mocra/dag';
+import type { ManualClock, RunGuard } from '@mocra/dag';
 import { createDag, DagScheduler, ExecutionIncompleteError, jsonPayload, readJson } from '@mocra/dag';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// @mocra/dag's own conformance suites (its test folder: they import vitest, so no export of the
+// package carries them; scripts/check-deps.mjs allows tests exactly this reach).
+import * as suites from '../../dag/test/conformance.js';
 import { createCoordinationFencingStore } from '../src/cluster/dag-fencing-store.js';
 import { createCoordinationIdempotencyStore } from '../src/cluster/dag-idempotency-store.js';
 import { createCoordinationRunGuard } from '../src/cluster/dag-run-guard.js';
@@ -17,22 +20,6 @@ import {
 } from '../src/coordination/redis-coordination.js';
 import type { Coordination } from '../src/coordination/types.js';
 import { type InProcessCluster, startInProcessCluster } from './cluster-harness.js';
-
-// The suites live in @mocra/dag's test folder, which its package cannot export (they import
-// vitest; attw refuses an export that does not resolve for users). They are loaded by file URL at
-// run time, so scripts/check-deps.mjs does not see this test-only reach into another package —
-// deliberately, and only here: nothing of it ships in @mocra/core.
-interface Conformance {
-  describeRunGuardConformance(
-    name: string,
-    make: (clock: ManualClock) => RunGuard,
-    suite?: { controlsTime?: boolean },
-  ): void;
-  describeFencingStoreConformance(name: string, make: () => FencingStore): void;
-  describeRunStateStoreConformance(name: string, make: () => RunStateStore): void;
-  describeIdempotencyStoreConformance(name: string, make: (clock: ManualClock) => IdempotencyStore): void;
-}
-const suites = (await import(new URL('../../dag/test/conformance.ts', import.meta.url).href)) as Conformance;
 
 const REDIS_URL = process.env.MOCRA_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const run = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;

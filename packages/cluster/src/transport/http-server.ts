@@ -7,6 +7,7 @@ import {
   ClusterUnauthorizedError,
   InvalidClusterMessageError,
   NodeRemovedError,
+  NodeStartingError,
 } from '../errors.js';
 import type { PeerHandler } from '../node/ports.js';
 import { FROM_ADDR_HEADER, parseNodeRequest, parseRaftMessages, SECRET_HEADER } from './wire.js';
@@ -120,7 +121,7 @@ export class HttpPeerServer {
     }
     const handler = this.#handler;
     if (!handler) {
-      reply(res, 503, { ok: false, error: new InvalidClusterMessageError('node is starting').toJSON() });
+      reply(res, 503, { ok: false, error: new NodeStartingError().toJSON() });
       return;
     }
     try {
