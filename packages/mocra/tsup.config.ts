@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // The library, and the `mocra` bin (package.json "bin").
+  entry: { index: 'src/index.ts', cli: 'src/cli/main.ts' },
   format: ['esm'],
   target: 'node20',
   platform: 'node',

@@ -60,6 +60,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_LOGIN_FAILED: "A module's login did not succeed within its bounded number of attempts.",
   MOCRA_ERR_MIDDLEWARE_FAILED: 'A download, data or store middleware threw; the work takes the retry path.',
   MOCRA_ERR_UNKNOWN_MIDDLEWARE: 'A module or request selects a middleware by a name that is not registered.',
+  MOCRA_ERR_INVALID_MODULE:
+    'A module definition is invalid: its node graph has a cycle, an edge to an unknown node or a duplicate node id, or its cron or login settings are unusable.',
   // ── downloaders: registry, WebSocket, browser ──────────────────────────────────
   MOCRA_ERR_UNKNOWN_DOWNLOADER: 'A module or request selects a downloader by a name that is not registered.',
   MOCRA_ERR_DOWNLOADER_CLOSED:
@@ -74,6 +76,8 @@ export const CORE_ERROR_CODES = {
     'Chromium could not be started (executable missing or not runnable, or it crashed on launch).',
   MOCRA_ERR_BROWSER_NAVIGATION:
     'A browser page failed to load or render (navigation error, page crash, a wait-for function that threw).',
+  MOCRA_ERR_BLOCKED:
+    'The target refused this exit (403, 429, a captcha page) and blocked responses are retried (`blocked.retry`); the request is retried on another exit.',
   // ── control-plane HTTP API ──────────────────────────────────────────────────────
   MOCRA_ERR_API_BIND:
     'The control API could not listen on its host and port (in use, not permitted, unknown host); start-up stops and nothing is left running.',
@@ -103,6 +107,16 @@ export const CORE_ERROR_CODES = {
     'A task (one run of a module) failed more often than the per-task error limit allows; its remaining work is dead-lettered.',
   MOCRA_ERR_STALLED:
     'No stage made progress for the stall window while work was pending; reported loudly (log, channel) so a hung crawl is seen.',
+  // ── frontier: stores, robots.txt, sitemaps ─────────────────────────────────────
+  MOCRA_ERR_STORE_LOCKED:
+    'A LevelDB directory (a persisted frontier, dedup set or queue) is held by another process; stop that process or use another directory.',
+  MOCRA_ERR_STORE_FAILED:
+    'A LevelDB store (the on-disk dedup set or spilled queue) could not be opened, read or written (disk full, permissions, corruption).',
+  MOCRA_ERR_SITEMAP:
+    'A sitemap could not be fetched or read (HTTP error, not XML or text, bad gzip, over the size or URL limits); the crawl goes on without it.',
+  // ── cluster: distributed DAG runs ─────────────────────────────────────────────
+  MOCRA_ERR_REMOTE_NODE_FAILED:
+    'A DAG node placed on another node of the cluster failed there; the error carries the remote code and whether a retry may help.',
 } as const;
 
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
@@ -714,6 +728,18 @@ export class MiddlewareFailedError extends MocraError {
   }
 }
 
+/** A module that cannot run as defined (names the module; `cause` holds the graph error, if any). */
+export class InvalidModuleError extends MocraError {
+  override readonly name = 'InvalidModuleError';
+  constructor(
+    readonly module: string,
+    reason: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super('MOCRA_ERR_INVALID_MODULE', `module '${module}': ${reason}`, options);
+  }
+}
+
 export class UnknownMiddlewareError extends MocraError {
   override readonly name = 'UnknownMiddlewareError';
   constructor(
@@ -821,6 +847,26 @@ export class BrowserLaunchError extends MocraError {
     options: Omit<MocraErrorOptions, 'retryable'> = {},
   ) {
     super('MOCRA_ERR_BROWSER_LAUNCH', `cannot launch Chromium at ${executablePath}: ${message}`, options);
+  }
+}
+
+/**
+ * The response was judged blocked (403, 429, a captcha page) and `blocked.retry` is on: the
+ * request is retried, on another exit or tier, instead of the page reaching parse.
+ */
+export class BlockedResponseError extends MocraError {
+  override readonly name = 'BlockedResponseError';
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    /** The proxy it came through (password masked), or undefined for a direct request. */
+    readonly proxy: string | undefined,
+  ) {
+    super(
+      'MOCRA_ERR_BLOCKED',
+      `${truncate(url)} answered ${status} as a block${proxy === undefined ? ' (direct)' : ` through ${proxy}`}`,
+      { retryable: true },
+    );
   }
 }
 
@@ -943,18 +989,25 @@ export class HandlerTimeoutError extends MocraError {
   }
 }
 
-/** The breaker of a host or module is open (or half-open with its probe out); retry after `retryAfterMs`. */
+/**
+ * The breaker of a host or module is open (or half-open with its probe out); retry after
+ * `retryAfterMs`. `exhausted`: it opened so often without closing that the target looks down
+ * for good — then the error is not retryable and the work is given up (dead-lettered).
+ */
 export class CircuitOpenError extends MocraError {
   override readonly name = 'CircuitOpenError';
   constructor(
     readonly scope: 'host' | 'module',
     readonly key: string,
     readonly retryAfterMs: number,
+    readonly exhausted = false,
   ) {
     super(
       'MOCRA_ERR_CIRCUIT_OPEN',
-      `circuit breaker of ${scope} '${truncate(key)}' is open; retry in ${retryAfterMs} ms`,
-      { retryable: true },
+      exhausted
+        ? `circuit breaker of ${scope} '${truncate(key)}' keeps reopening; the ${scope} looks down, giving the work up`
+        : `circuit breaker of ${scope} '${truncate(key)}' is open; retry in ${retryAfterMs} ms`,
+      { retryable: !exhausted },
     );
   }
 }
@@ -1015,5 +1068,75 @@ export class StalledError extends MocraError {
       'MOCRA_ERR_STALLED',
       `no progress for ${Math.round(idleMs / 1000)} s while ${pending} message${pending === 1 ? '' : 's'} were pending`,
     );
+  }
+}
+
+// ── frontier: stores, robots.txt, sitemaps ───────────────────────────────────────
+
+/** A LevelDB directory is locked by another process (two crawls on one `--persist` dir). */
+export class StoreLockedError extends MocraError {
+  override readonly name = 'StoreLockedError';
+  constructor(
+    readonly dir: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_STORE_LOCKED',
+      `${dir} is in use by another process (LevelDB lock); stop that process or use another directory`,
+      options,
+    );
+  }
+}
+
+/** A LevelDB store failed: opening, reading or writing. */
+export class StoreFailedError extends MocraError {
+  override readonly name = 'StoreFailedError';
+  constructor(
+    readonly dir: string,
+    readonly operation: string,
+    options: Omit<MocraErrorOptions, 'retryable'> = {},
+  ) {
+    super(
+      'MOCRA_ERR_STORE_FAILED',
+      `LevelDB store ${dir}: ${operation} failed: ${describe(options.cause)}`,
+      options,
+    );
+  }
+}
+
+/** A sitemap could not be fetched or read. */
+export class SitemapError extends MocraError {
+  override readonly name = 'SitemapError';
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super('MOCRA_ERR_SITEMAP', `sitemap ${truncate(url)}: ${reason}`, options);
+  }
+}
+
+/**
+ * A DAG node dispatched through the data-plane queue failed on the worker that ran it. Retryable
+ * exactly when the remote error was, so the node's retry policy treats it as it would locally.
+ */
+export class RemoteNodeFailedError extends MocraError {
+  override readonly name = 'RemoteNodeFailedError';
+  /** The wait the remote error asked for before the next attempt (a RetryLaterError's delay). */
+  readonly delayMs: number | undefined;
+  constructor(
+    readonly graph: string,
+    readonly nodeId: string,
+    /** The `code` of the error on the worker (`MOCRA_ERR_…`), if it had one. */
+    readonly remoteCode: string | undefined,
+    /** The worker that ran the node. */
+    readonly worker: string,
+    message: string,
+    options: { retryable: boolean; delayMs?: number },
+  ) {
+    super('MOCRA_ERR_REMOTE_NODE_FAILED', `node '${nodeId}' of '${graph}' failed on ${worker}: ${message}`, {
+      retryable: options.retryable,
+    });
+    this.delayMs = options.delayMs;
   }
 }

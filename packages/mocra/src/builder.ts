@@ -11,22 +11,30 @@
  * new method here and a new option there — the existing ones do not change.
  */
 import { readFileSync } from 'node:fs';
+import { ClusterConfig } from '@mocra/cluster';
 import {
   apiOptionsFromConfig,
   applyLiveConfig,
   ConfigReadError,
   type ConfigReloadErrorEvent,
   type ConfigReloadEvent,
+  type Coordination,
   connectDistributed,
   createBufferedLogger,
+  createDagJobs,
   createEngine,
   createHostScheduler,
   createLogBuffer,
   createMemoryModuleConfigProvider,
   createMiddlewareManager,
   createModuleConfigResolver,
+  createRaftCoordination,
   createRobotsCache,
+  type DagJobOptions,
+  type DagJobResult,
+  type DagJobs,
   type DataSink,
+  type DistributedOptions,
   type DistributedRuntime,
   type Downloader,
   type Engine,
@@ -67,6 +75,7 @@ import {
   startEngineApi,
   type WatchdogTimeouts,
 } from '@mocra/core';
+import type { Dag } from '@mocra/dag';
 import {
   type ClusterOptions,
   type ClusterSettings,
@@ -148,6 +157,9 @@ export class MocraBuilder {
   readonly #configErrorListeners: ((event: ConfigReloadErrorEvent) => void)[] = [];
   #dashboard: DashboardOptions | undefined;
   readonly #cluster: ClusterSettings = {};
+  /** This process's node of the embedded Raft cluster (`.cluster(ClusterConfig…)`). */
+  #raft: ClusterConfig | undefined;
+  #dagJobs: DagJobs | undefined;
   readonly #startListeners: ((engine: Engine) => void)[] = [];
 
   /** Called with the engine once `run()` has built it, before it starts (progress displays poll its `stats()`). */
@@ -362,9 +374,35 @@ export class MocraBuilder {
     return this;
   }
 
-  /** Settings of a distributed run: run id, member id, shared politeness, dedup, completion timing. */
-  cluster(options: ClusterOptions): this {
-    this.#cluster.cluster = { ...this.#cluster.cluster, ...options };
+  /**
+   * Settings of a distributed run: run id, member id, shared politeness, dedup, completion timing.
+   *
+   * Given a `ClusterConfig` (`ClusterConfig.bootstrap(id, addr, dir)` on one node,
+   * `ClusterConfig.join(id, addr, dir, seed)` on the others, or `ClusterConfig.fromEnv()`), this
+   * process runs a node of the embedded Raft cluster and coordinates through it (leader, locks,
+   * membership, cron ownership, checkpoints) — no Redis needed for coordination; the data plane
+   * is still the queue (`.queue(url)` / `MOCRA_QUEUE`). See docs/deployment.md, "Cluster (Raft)".
+   */
+  cluster(config: ClusterConfig | ClusterOptions, options: ClusterOptions = {}): this {
+    if (config instanceof ClusterConfig) this.#raft = config;
+    const more = config instanceof ClusterConfig ? options : { ...config, ...options };
+    this.#cluster.cluster = { ...this.#cluster.cluster, ...more };
+    return this;
+  }
+
+  /**
+   * Run a `@mocra/dag` graph as a job of this engine (docs/deployment.md, "Cluster (Raft)", DAG jobs):
+   * seeded once per crawl run (or on its `cron`), run on one node at a time under a fenced run
+   * guard, checkpointed after every node so a run interrupted by a node's death resumes on
+   * another one, with remote-placed nodes run by any node's worker. Each finished run writes one
+   * {@link DagJobResult} to `sink` (itemId `dag:{name}:{key}`).
+   */
+  dag(name: string, build: () => Dag, options: DagJobOptions & { sink?: SinkLike<DagJobResult> } = {}): this {
+    this.#dagJobs ??= createDagJobs();
+    const { sink, ...jobOptions } = options;
+    const module = this.#dagJobs.module(name, build, jobOptions);
+    const target = sink === undefined ? { write() {} } : typeof sink === 'function' ? onItem(sink) : sink;
+    this.#registrations.push({ module: module as Module<unknown>, sink: target as DataSink<unknown> });
     return this;
   }
 
@@ -430,7 +468,10 @@ export class MocraBuilder {
         'a distributed run (a queue other than memory://) connects first: use run(), or buildDistributed()',
       );
     }
-    return this.#assemble().engine;
+    const { engine } = this.#assemble();
+    // Closed with the engine's queue: the worker and dispatcher stop when it does.
+    this.#dagJobs?.attach({ engine });
+    return engine;
   }
 
   /**
@@ -445,14 +486,39 @@ export class MocraBuilder {
     const options = this.#distributed();
     if (options === undefined)
       throw new InvalidArgumentError('no distributed queue configured: call .queue(url)');
-    const runtime = await connectDistributed(options);
+    const runtime = await this.#connect(options);
     try {
       const { engine } = this.#assemble(runtime);
-      return { engine, runtime, run: () => runtime.run(engine) };
+      const jobs = this.#dagJobs;
+      jobs?.attach({ engine, coordination: runtime.coordination });
+      const run = async () => {
+        try {
+          return await runtime.run(engine);
+        } finally {
+          await jobs?.close();
+        }
+      };
+      return { engine, runtime, run };
     } catch (err) {
       await runtime.close();
       throw err;
     }
+  }
+
+  /** Connect a distributed run; with a `ClusterConfig`, start this process's Raft node first. */
+  async #connect(options: DistributedOptions): Promise<DistributedRuntime> {
+    if (this.#raft === undefined) return connectDistributed(options);
+    const coordinationOptions = options.coordinationOptions ?? {};
+    const coordination: Coordination = await createRaftCoordination({
+      config: this.#raft,
+      namespace: options.namespace ?? 'mocra',
+      ...(coordinationOptions.memberTtlMs === undefined
+        ? {}
+        : { memberTtlMs: coordinationOptions.memberTtlMs }),
+      ...coordinationOptions.raft,
+    });
+    // The runtime owns it from here (closes it on failure and at the end).
+    return connectDistributed({ ...options, coordination });
   }
 
   #distributed() {
@@ -460,12 +526,18 @@ export class MocraBuilder {
     const namespace = this.#options.namespace ?? config?.name;
     // `[channel_config]` of a `.fromToml()`/`.config()` config, under what the builder set.
     const fromConfig = config === undefined ? {} : clusterSettingsFromConfig(config);
-    return resolveClusterOptions({
+    const resolved = resolveClusterOptions({
       ...fromConfig,
       ...this.#cluster,
       cluster: { ...fromConfig.cluster, ...this.#cluster.cluster },
       ...(namespace === undefined ? {} : { namespace }),
     });
+    if (this.#raft !== undefined && resolved === undefined) {
+      throw new InvalidArgumentError(
+        "a Raft cluster (.cluster(ClusterConfig…)) needs a data-plane queue the nodes share: .queue('redis://…'), 'nats://…' or MOCRA_QUEUE",
+      );
+    }
+    return resolved;
   }
 
   /**
@@ -474,7 +546,7 @@ export class MocraBuilder {
    */
   async run(): Promise<RunSummary> {
     const distributed = this.#distributed();
-    const runtime = distributed === undefined ? undefined : await connectDistributed(distributed);
+    const runtime = distributed === undefined ? undefined : await this.#connect(distributed);
     try {
       return await this.#runOn(runtime);
     } finally {
@@ -489,10 +561,16 @@ export class MocraBuilder {
     await engine.modules.validateAll();
     const live = this.#watchConfig(engine);
     const runEngine = async () => {
+      // DAG jobs: this node's dispatcher and worker, on the engine's queue and the coordination.
+      this.#dagJobs?.attach({
+        engine,
+        ...(runtime === undefined ? {} : { coordination: runtime.coordination }),
+      });
       try {
         return await (runtime === undefined ? engine.run() : runtime.run(engine));
       } finally {
         live?.close();
+        await this.#dagJobs?.close();
       }
     };
     const dashboard = this.#effectiveDashboard();
@@ -504,7 +582,13 @@ export class MocraBuilder {
       onListen,
       ...apiOptions
     } = dashboard;
-    const api = await startEngineApi(engine, { ...apiOptions, ...(logs === undefined ? {} : { logs }) });
+    const api = await startEngineApi(engine, {
+      // In a cluster: pause/resume on every node, `/nodes`, and the cluster view (Raft: roles,
+      // term, commit index, partition map).
+      ...(runtime === undefined ? {} : { coordination: runtime.coordination }),
+      ...apiOptions,
+      ...(logs === undefined ? {} : { logs }),
+    });
     metricsRef.current = api.metrics;
     engine.log.info({ url: api.url }, 'dashboard listening');
     onListen?.(api.url);

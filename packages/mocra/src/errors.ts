@@ -6,6 +6,12 @@ import { MocraError } from '@mocra/core';
 
 export const MOCRA_ERROR_CODES = {
   MOCRA_ERR_SINK_CLOSED: 'An item was written to a channel sink whose reader has stopped reading.',
+  MOCRA_ERR_CLI_USAGE:
+    'The mocra CLI was given a bad flag, value or argument (exit code 2); the message names it and `--help` shows the usage.',
+  MOCRA_ERR_SPIDER_LOAD:
+    '`mocra run` could not load the spider file (missing, does not compile or throws on import) or found no spider exported in it.',
+  MOCRA_ERR_START_UNREACHABLE:
+    'No start URL of a `mocra crawl` could be fetched (connection refused, DNS, timeout, TLS…); the crawl fails with exit code 1.',
 } as const;
 
 export type MocraErrorCode = keyof typeof MOCRA_ERROR_CODES;
@@ -15,5 +21,40 @@ export class SinkClosedError extends MocraError {
   override readonly name = 'SinkClosedError';
   constructor(message = 'the channel sink is closed: its reader stopped reading') {
     super('MOCRA_ERR_SINK_CLOSED', message, { retryable: false });
+  }
+}
+
+/** A bad command line: a flag's value, a missing argument, an unknown option. */
+export class CliUsageError extends MocraError {
+  override readonly name = 'CliUsageError';
+  constructor(message: string) {
+    super('MOCRA_ERR_CLI_USAGE', message, { retryable: false });
+  }
+}
+
+/** The spider file of `mocra run` cannot be used. */
+export class SpiderLoadError extends MocraError {
+  override readonly name = 'SpiderLoadError';
+  constructor(
+    readonly file: string,
+    reason: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super('MOCRA_ERR_SPIDER_LOAD', `cannot load a spider from ${file}: ${reason}`, {
+      ...options,
+      retryable: false,
+    });
+  }
+}
+
+/** None of the start URLs could be fetched. */
+export class StartUnreachableError extends MocraError {
+  override readonly name = 'StartUnreachableError';
+  constructor(
+    readonly url: string,
+    reason: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super('MOCRA_ERR_START_UNREACHABLE', `cannot reach ${url}: ${reason}`, { ...options, retryable: false });
   }
 }

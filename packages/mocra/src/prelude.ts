@@ -3,11 +3,15 @@
  * (the core's advanced pieces stay reachable as `@mocra/core`).
  */
 
+// The embedded Raft cluster: `.cluster(ClusterConfig.bootstrap(…))` / `.join(…)` / `.fromEnv()`.
+export { ClusterConfig } from '@mocra/cluster';
 export type {
   BreakerSnapshot,
   BrowserDownloaderOptions,
   CronInput,
   CronTarget,
+  DagJobOptions,
+  DagJobResult,
   DataMiddleware,
   DataSink,
   DeadLetterEntry,

@@ -100,6 +100,7 @@ import type { SessionStore } from '../session/session.js';
 import { EngineStore } from '../store/engine-store.js';
 import { type EngineStoreOptions, resolveEngineStoreOptions } from '../store/options.js';
 import { type EngineDeadLetters, REPLAYED_HEADER } from './dead-letters.js';
+import { splitFollowUps } from './inline-follow-ups.js';
 import { ClaimingDeduplicator, persistPaths, RecoveryJournal } from './persistence.js';
 import { EngineRecovery, type PolicyStats, policyFieldsOf, type WatchdogTimeouts } from './recovery.js';
 import { type HandlerResult, StageRunner } from './stage-runner.js';
@@ -125,7 +126,11 @@ export interface EngineTopicOptions {
   request?: Omit<TopicOptions, 'capacity'>;
   /** Responses hold bodies in memory. @default capacity max(64, 2 × download concurrency) */
   response?: TopicOptions;
-  /** @default capacity 1000 */
+  /**
+   * Follow-up tasks carry every request a parse followed (a page with 1,000 links is one
+   * message of 1,000 requests), so the cap is kept low: parse waits instead of the frontier
+   * piling up in memory before admission. @default capacity 64
+   */
   parserTask?: TopicOptions;
   error?: Omit<TopicOptions, 'capacity'>;
 }
@@ -133,7 +138,7 @@ export interface EngineTopicOptions {
 export interface EngineOptions {
   /**
    * Where the stage topics live. Not closed by the engine when given. @default a new in-memory
-   * backend whose lanes spill past 20,000 ready messages to a temporary LevelDB (LevelQueueBackend)
+   * backend whose lanes spill past 50,000 ready messages to a temporary LevelDB (LevelQueueBackend)
    */
   queue?: QueueBackend;
   /** Namespace of the in-memory backend the engine creates. @default 'mocra' */
@@ -237,6 +242,11 @@ export interface EngineCronOptions {
   misfireToleranceMs?: number;
   /** Whether this node fires a job (partition ownership by account in a cluster). @default every job */
   gate?: (job: { id: string; key: string }) => boolean;
+  /**
+   * Ask the gate again, this often, about a time it refused, so a partition's new owner fires
+   * the times its old owner (a node that died) left unfired. @default 0 (never)
+   */
+  recheckRefusedMs?: number;
 }
 
 export type EngineState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -380,7 +390,7 @@ export class Engine {
         capacity: Math.max(64, 2 * download),
         ...t.response,
       }),
-      parserTask: this.#backend.topic<FollowUpTask>(TOPICS.parserTask, { capacity: 1000, ...t.parserTask }),
+      parserTask: this.#backend.topic<FollowUpTask>(TOPICS.parserTask, { capacity: 64, ...t.parserTask }),
       error: this.#backend.topic<ErrorEvent>(TOPICS.error, { ...t.error, capacity: UNBOUNDED }),
     };
     this.downloads = new DownloadRouter({
@@ -1007,7 +1017,11 @@ export class Engine {
         cause: err,
       });
     }
-    gate.leave(request, { status: response.status, durationMs: response.durationMs, headers: response.headers });
+    gate.leave(request, {
+      status: response.status,
+      durationMs: response.durationMs,
+      headers: response.headers,
+    });
     if (this.#debug) this.log.debug({ url: response.url, status: response.status }, 'downloaded');
     if (this.#policy.retryStatus(response, attemptsOf(delivery))) {
       throw new HttpStatusError(
@@ -1174,19 +1188,70 @@ export class Engine {
     for (const { payload, error } of routed.rejected) {
       rejected.push(this.#errorEvent('parse', TOPICS.request, payload, error, 1, 0, undefined));
     }
-    if (routed.followUps.length > 0) {
+    // Follow-ups that carry their requests (cx.follow, cx.enqueueLinks) are admitted right here:
+    // the hop through parser_task would only add a queue round trip per page. Hand-offs that
+    // run a node's generate still go through parser_task. (engine/inline-follow-ups.ts)
+    const { carried, queued } = splitFollowUps(routed.followUps);
+    if (queued.length > 0) {
       await this.#topics.parserTask.publish(
-        routed.followUps.map((payload) => ({
+        queued.map((payload) => ({
           payload,
           priority: delivery.priority,
           ...keyOf(payload.account),
         })),
       );
-      this.modules.onFollowUpsPublished(routed.followUps);
+      this.modules.onFollowUpsPublished(queued);
+    }
+    if (carried.length > 0) {
+      const putBack = await this.#admitCarried(carried, delivery.id);
+      if (putBack !== undefined) return putBack;
     }
     if (rejected.length > 0) await this.#topics.error.publish(rejected.map((payload) => ({ payload })));
     this.#policy.succeeded?.('parse', workOf(request));
     await this.#publishJoins(this.modules.onUnitDone(runId, moduleName, node.id), request);
+    return undefined;
+  }
+
+  /**
+   * What the parserTask stage does for follow-ups that carry requests, done inline by the parse
+   * that made them: the same stop check, claim, admission (one batch, claimed under the parsed
+   * response's message id) and unit bookkeeping, in the same order.
+   */
+  async #admitCarried(followUps: readonly FollowUpTask[], claim: string): Promise<HandlerResult> {
+    this.modules.onFollowUpsPublished(followUps);
+    const requests: Request[] = [];
+    const admitted: FollowUpTask[] = [];
+    for (const followUp of followUps) {
+      const registered = this.registry.get(followUp.module);
+      const node = this.registry.node(registered, followUp.node);
+      const stopped = await this.modules.stoppedReason(followUp.runId, registered.module.name);
+      if (stopped !== undefined) {
+        const joins = this.modules.dropStopped({
+          runId: followUp.runId,
+          module: registered.module.name,
+          node: node.id,
+          stage: 'follow-up',
+          reason: stopped,
+        });
+        await this.#publishJoins(joins, followUp);
+        continue;
+      }
+      for (const payload of followUp.requests) {
+        const r = Request.from(payload);
+        this.#claim(r, registered, node, followUp.runId, followUp.account, followUp.depth);
+        if (followUp.platform !== undefined) r.platform ??= followUp.platform;
+        requests.push(r);
+      }
+      admitted.push(followUp);
+    }
+    const result = await this.#admitAndPublish(requests, 'parse', claim);
+    if (result !== undefined) return result; // put back: the parse runs again (same item ids)
+    for (const followUp of admitted) {
+      await this.#publishJoins(
+        this.modules.onUnitDone(followUp.runId, followUp.module, followUp.node),
+        followUp,
+      );
+    }
     return undefined;
   }
 
@@ -1459,6 +1524,7 @@ export class Engine {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(this.#options.coordination === undefined ? {} : { coordination: this.#options.coordination }),
       ...(options.misfireToleranceMs === undefined ? {} : { misfireToleranceMs: options.misfireToleranceMs }),
+      ...(options.recheckRefusedMs === undefined ? {} : { recheckRefusedMs: options.recheckRefusedMs }),
       ...(gate === undefined && db === undefined
         ? {}
         : { gate: (job) => (gate === undefined || gate(job)) && (db === undefined || db.cronGate(job)) }),

@@ -22,6 +22,8 @@ export interface DownloadOutcome {
   /** The error when the download failed. */
   error?: unknown;
   durationMs?: number;
+  /** Response headers, when a response arrived (a politeness gate reads Retry-After). */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
 export interface DownloadGate {

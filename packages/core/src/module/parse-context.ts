@@ -189,7 +189,8 @@ export class ParseContext<TItem = unknown> {
    * `selector` picks), kept by `scope` (same host by default), `include` / `exclude` (globs or
    * regexes), `respectNofollow` and `maxDepth`, then `transform`ed. One streaming pass over the
    * HTML; the requests are follow-ups like `cx.follow`'s. Returns how many were enqueued, how
-   * many links the page had, and its title (docs/crawling.md).
+   * many links the page had, and its title (docs/crawling.md). An options object is compiled
+   * once and reused while the same object is passed: pass a new object to change options.
    */
   enqueueLinks(options?: EnqueueLinksOptions): EnqueueLinksResult {
     return enqueueLinks(this, options);

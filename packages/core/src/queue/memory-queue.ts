@@ -19,6 +19,7 @@
  * whose message went to someone else) is refused with LeaseExpiredError.
  */
 import { InvalidArgumentError, LeaseExpiredError, QueueClosedError } from '../errors.js';
+import { publishBackpressure } from './channels.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
 import {
@@ -166,6 +167,7 @@ class MemoryQueue<T> implements LeaseQueue<T> {
     // for an empty topic, then goes in, so it can never wait forever).
     const need = Math.min(messages.length, this.options.capacity);
     if (this.#size + need > this.options.capacity) {
+      publishBackpressure({ backend: 'memory', topic: this.name, queue: this });
       await new Promise<void>((resolve, reject) => this.#publishWaiters.push({ need, resolve, reject }));
       if (this.#closed) throw new QueueClosedError(this.name);
     }

@@ -46,7 +46,7 @@ import {
   QueueDecodeError,
 } from '../errors.js';
 import { importOptional } from '../optional-dependency.js';
-import { publishDeadLetter, publishPoison } from './channels.js';
+import { publishBackpressure, publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
 import { matchesDeadLetterFilter } from './dead-letter-filter.js';
 import { partitionOf } from './hash.js';
@@ -520,11 +520,14 @@ class NatsQueue<T> implements LeaseQueue<T> {
     const need = Math.min(n, this.options.capacity);
     const fresh = Date.now() - this.#approxAt < this.#backend.pollMs;
     if (fresh && this.#approxSize + need <= this.options.capacity) return;
+    let waited = false;
     for (;;) {
       this.#checkOpen();
       this.#approxSize = await this.#liveCount();
       this.#approxAt = Date.now();
       if (this.#approxSize + need <= this.options.capacity) return;
+      if (!waited) publishBackpressure({ backend: 'nats', topic: this.name, queue: this });
+      waited = true;
       await this.#pause(this.#backend.pollMs);
     }
   }

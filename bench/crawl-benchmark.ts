@@ -1,0 +1,240 @@
+/**
+ * Crawl throughput and memory: mocra against Crawlee 3.18.1's CheerioCrawler and a minimal raw
+ * undici + htmlparser2 loop (the ceiling), on the same fixture-site workloads, in one session.
+ *
+ *   pnpm build   # the tools run on the built packages
+ *   node --import tsx bench/crawl-benchmark.ts [--concurrency 16] [--rounds 1]
+ *        [--only a,b,memory] [--tools raw,mocra,mocra-cli,crawlee] [--small 50000] [--large 5000]
+ *
+ * Workloads (the fixture site's link graph, in its own process through the testkit's
+ * `mocra-fixture-site` bin):
+ *   (a) small pages: /graph/50000/10/2048 from page 0 — 50,000 pages of 2 KB, 10 links each
+ *   (b) large pages: /graph/5000/10/51200 from page 0 — 5,000 pages of 50 KB
+ *   (memory) /graph/1000000/1000/0 from page 0, stopped after 1,001 pages: by then ~1,000,000
+ *       URLs are discovered and queued; peak RSS with that frontier (mocra, Crawlee)
+ *
+ * Every tool runs in its own child process (crawl-tools.ts) with the same concurrency; each
+ * reports pages, wall time and CPU time of the crawl itself and its peak RSS (ru_maxrss).
+ * A full crawl must fetch exactly the graph's page count — checked on the tool's own count and
+ * on the fixture server's request counter (reset before every run); a mismatch fails the run.
+ * Rounds alternate the tools; the best round of each tool is reported (the machine is shared).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    concurrency: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '1' },
+    only: { type: 'string', default: 'a,b,memory' },
+    tools: { type: 'string', default: 'raw,mocra,mocra-cli,crawlee' },
+    small: { type: 'string', default: '50000' },
+    large: { type: 'string', default: '5000' },
+    'memory-pages': { type: 'string', default: '1000000' },
+    'timeout-min': { type: 'string', default: '30' },
+  },
+});
+const concurrency = Number(values.concurrency);
+const rounds = Math.min(Math.max(Number(values.rounds), 1), 10);
+const only = new Set(values.only.split(','));
+const tools = values.tools.split(',');
+const timeoutMs = Number(values['timeout-min']) * 60_000;
+const root = path.resolve(import.meta.dirname, '..');
+
+interface Run {
+  tool: string;
+  pages: number;
+  queued: number;
+  wallMs: number;
+  cpuMs: number;
+  maxRssMB: number;
+  serverRequests?: number;
+  error?: string;
+}
+
+function runChild(
+  cmd: string,
+  args: string[],
+  timeout: number,
+): Promise<{
+  stdout: string;
+  stderr: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+}> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: root });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeout);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code, signal, timedOut });
+    });
+  });
+}
+
+// ── the fixture site, in its own process ───────────────────────────────────────
+const server = spawn(
+  process.execPath,
+  [path.join(root, 'packages/testkit/dist/cli.js'), '--port', '0', '--json'],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+const base = await new Promise<string>((resolve, reject) => {
+  server.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
+  server.once('exit', (code) => reject(new Error(`fixture site exited with ${code}`)));
+});
+const serverStats = async () =>
+  (await (await fetch(`${base}/__fixture/stats?log=0`)).json()) as { requests: number };
+const resetServer = async () => {
+  await fetch(`${base}/__fixture/reset`, { method: 'POST' });
+};
+
+async function runTool(
+  tool: string,
+  start: string,
+  stopAfter?: number,
+  nodeFlags: string[] = [],
+): Promise<Run> {
+  await resetServer();
+  const args = [
+    ...nodeFlags,
+    '--import',
+    'tsx',
+    path.join(root, 'bench/crawl-tools.ts'),
+    tool,
+    start,
+    String(concurrency),
+  ];
+  if (stopAfter !== undefined) args.push(String(stopAfter));
+  const child = await runChild(process.execPath, args, timeoutMs);
+  const line = child.stdout.trim().split('\n').pop() ?? '';
+  if (!line.startsWith('{')) {
+    const why = child.timedOut
+      ? `killed after ${values['timeout-min']} min`
+      : child.code === null
+        ? `crashed (${child.signal})`
+        : `exit ${child.code}`;
+    return {
+      tool,
+      pages: 0,
+      queued: 0,
+      wallMs: 0,
+      cpuMs: 0,
+      maxRssMB: 0,
+      error: `${why}: ${child.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300)}`,
+    };
+  }
+  const run = JSON.parse(line) as Run;
+  run.serverRequests = (await serverStats()).requests;
+  return run;
+}
+
+const results: Record<string, { expected?: number; runs: Run[] }> = {};
+
+async function throughput(name: string, pages: number, fanout: number, bytes: number): Promise<void> {
+  const start = `${base}/graph/${pages}/${fanout}/${bytes}/0`;
+  results[name] = { expected: pages, runs: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const tool of tools) {
+      const run = await runTool(tool, start);
+      if (!run.error && (run.pages !== pages || run.serverRequests !== pages)) {
+        run.error = `MISMATCH: ${run.pages} pages counted, ${run.serverRequests} served, expected ${pages}`;
+      }
+      results[name]!.runs.push(run);
+      console.error(`${name} round ${round + 1}: ${JSON.stringify(run)}`);
+    }
+  }
+}
+
+async function memory(pages: number): Promise<void> {
+  const start = `${base}/graph/${pages}/1000/0/0`;
+  results.memory = { runs: [] };
+  for (const tool of tools.filter((t) => t === 'mocra' || t === 'crawlee')) {
+    const run = await runTool(tool, start, 1001);
+    results.memory.runs.push(run);
+    console.error(`memory: ${JSON.stringify(run)}`);
+  }
+}
+
+const load0 = os.loadavg();
+try {
+  if (only.has('a')) await throughput('a', Number(values.small), 10, 2048);
+  if (only.has('b')) await throughput('b', Number(values.large), 10, 51_200);
+  if (only.has('memory')) await memory(Number(values['memory-pages']));
+} finally {
+  server.kill('SIGTERM');
+}
+const load1 = os.loadavg();
+
+// ── report ──────────────────────────────────────────────────────────────────
+const best = (runs: Run[], tool: string): Run | undefined =>
+  runs.filter((r) => r.tool === tool && !r.error).sort((x, y) => x.wallMs - y.wallMs)[0];
+const rate = (r: Run | undefined) => (r ? (r.pages * 1000) / r.wallMs : Number.NaN);
+const out: string[] = [];
+out.push(
+  `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB; Node ${process.version}; ` +
+    `load average ${load0.map((l) => l.toFixed(1)).join(' ')} before, ${load1.map((l) => l.toFixed(1)).join(' ')} after; ` +
+    `concurrency ${concurrency}; ${rounds} round(s), best shown.`,
+);
+for (const name of ['a', 'b'] as const) {
+  const r = results[name];
+  if (!r) continue;
+  out.push('');
+  out.push(
+    name === 'a'
+      ? `(a) ${r.expected} pages of 2 KB (fan-out 10)`
+      : `(b) ${r.expected} pages of 50 KB (fan-out 10)`,
+  );
+  out.push('| tool | pages/s | wall s | CPU s | CPU ms/page | peak RSS MB | vs raw | vs Crawlee |');
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  const raw = best(r.runs, 'raw');
+  const crawlee = best(r.runs, 'crawlee');
+  for (const tool of tools) {
+    const b = best(r.runs, tool);
+    if (!b) {
+      const failed = r.runs.find((x) => x.tool === tool);
+      out.push(`| ${tool} | failed: ${failed?.error ?? 'not run'} | | | | | | |`);
+      continue;
+    }
+    out.push(
+      `| ${tool} | ${rate(b).toFixed(0)} | ${(b.wallMs / 1000).toFixed(1)} | ${(b.cpuMs / 1000).toFixed(1)} | ${(b.cpuMs / b.pages).toFixed(2)} | ${b.maxRssMB} | ${raw ? `${((rate(b) / rate(raw)) * 100).toFixed(0)} %` : '—'} | ${crawlee ? `${(rate(b) / rate(crawlee)).toFixed(1)}×` : '—'} |`,
+    );
+  }
+}
+if (results.memory) {
+  out.push('');
+  out.push(`(memory) /graph/${values['memory-pages']}/1000/0, stopped after 1,001 pages`);
+  out.push('| tool | pages | still queued | wall s | peak RSS MB |');
+  out.push('| --- | --- | --- | --- | --- |');
+  for (const r of results.memory.runs) {
+    out.push(
+      r.error
+        ? `| ${r.tool} | failed: ${r.error} | | | |`
+        : `| ${r.tool} | ${r.pages} | ${r.queued} | ${(r.wallMs / 1000).toFixed(1)} | ${r.maxRssMB} |`,
+    );
+  }
+}
+console.log(out.join('\n'));
+mkdirSync(path.join(root, 'bench/results'), { recursive: true });
+writeFileSync(
+  path.join(root, `bench/results/crawl-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
+  JSON.stringify({ concurrency, rounds, load: [load0, load1], node: process.version, results }, null, 2),
+);
+process.exit(0);

@@ -1,0 +1,9 @@
+export type {
+  FetchedResource,
+  ResourceFetcher,
+  ResourceFetcherOptions,
+  ResourceFetchInit,
+} from './resource-fetcher.js';
+export { createResourceFetcher, readLimited } from './resource-fetcher.js';
+export type { RobotsCacheOptions, RobotsEntry, RobotsStatus } from './robots-cache.js';
+export { createRobotsCache, RobotsCache } from './robots-cache.js';

@@ -1,0 +1,116 @@
+/**
+ * The `mocra` command line: `mocra crawl <url…>` and `mocra run <spider-file>`, with `--help`
+ * on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
+ */
+
+import { isMocraError, LINK_SCOPES, MOCRA_VERSION } from '@mocra/core';
+import { Command, CommanderError, Option } from 'commander';
+import { crawlCommand } from './crawl-command.js';
+import type { CliIo } from './execute.js';
+import { runCommand } from './run-command.js';
+import { addRuntimeFlags, type CrawlFlags, patternFlag, type RuntimeFlags } from './runtime-options.js';
+import { addStoreCommands } from './store-commands.js';
+
+const EXAMPLES_CRAWL = `
+Examples:
+  mocra crawl https://example.com/ --out pages.jsonl
+  mocra crawl https://example.com/docs/ --scope prefix --max-pages 500 --out docs.csv
+  mocra crawl https://example.com/ --include '/blog/**' --exclude '/blog/tag/**' --delay 1s
+  mocra crawl https://example.com/ --persist ./state --out pages.jsonl   # run again to resume
+
+Scopes: same-host (default), same-domain (public-suffix aware), prefix (under the start URL's
+directory), any. Patterns are globs ('/books/**' matches the path, 'https://*.example.com/**'
+the whole URL) or /regular expressions/. robots.txt is obeyed unless --no-robots.`;
+
+const EXAMPLES_RUN = `
+Examples:
+  mocra run ./spiders/books.ts --out books.jsonl
+  mocra run ./spider.js --concurrency 8 --per-host-concurrency 2 --no-robots
+
+The file's default export (or its \`spider\` export) is the spider: an object with name,
+startUrls or start(seeds), and parse(res, cx) — what defineSpider() returns.`;
+
+export function createProgram(io: CliIo, onExit: (code: number) => void): Command {
+  // `mocra crawl --help | head`: a closed pipe is not an error.
+  for (const stream of [io.stdout, io.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
+  const program = new Command('mocra')
+    .description('Crawl and scrape from the command line (docs/cli.md)')
+    .version(MOCRA_VERSION, '-v, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+    .exitOverride();
+
+  const crawl = program
+    .command('crawl')
+    .description('crawl a site from its start URL(s), following links; one record per page')
+    .argument('<url...>', 'start URL(s)')
+    .addOption(
+      new Option('--scope <scope>', 'where links may lead').choices([...LINK_SCOPES]).default('same-host'),
+    )
+    .option(
+      '--include <pattern>',
+      'follow only links matching a glob or /regex/ (repeatable)',
+      patternFlag,
+      [],
+    )
+    .option(
+      '--exclude <pattern>',
+      'do not follow links matching a glob or /regex/ (repeatable)',
+      patternFlag,
+      [],
+    )
+    .option('--respect-nofollow', 'skip rel=nofollow links and pages marked nofollow', false)
+    .option(
+      '--sitemaps',
+      "also start from the pages the site's sitemaps list (found through robots.txt)",
+      false,
+    )
+    .addHelpText('after', EXAMPLES_CRAWL)
+    .exitOverride();
+  addRuntimeFlags(crawl).action(async (urls: string[], flags: CrawlFlags) => {
+    onExit(await crawlCommand(urls, flags, io));
+  });
+
+  const run = program
+    .command('run')
+    .description('run a spider module (TypeScript or JavaScript) with the same runtime flags')
+    .argument('<spider-file>', 'file whose default export is the spider')
+    .addHelpText('after', EXAMPLES_RUN)
+    .exitOverride();
+  addRuntimeFlags(run).action(async (file: string, flags: RuntimeFlags) => {
+    onExit(await runCommand(file, flags, io));
+  });
+  addStoreCommands(program, io, onExit);
+  return program;
+}
+
+/** Run the CLI; resolves with the exit code. */
+export async function main(
+  argv: readonly string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  let code = 0;
+  const program = createProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (err) {
+    // Commander has printed the help, the version or what was wrong.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (isMocraError(err)) {
+      io.stderr.write(`mocra: ${err.message} (${err.code})\n`);
+      return err.code === 'MOCRA_ERR_CLI_USAGE' ? 2 : 1;
+    }
+    io.stderr.write(`mocra: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The runtime flags `mocra crawl` and `mocra run` share, their parsing (bad values are
+ * CliUsageErrors, exit code 2), and how they configure the builder.
+ */
+
+import {
+  createRobotsCache,
+  type LinkScope,
+  type LogLevel,
+  type RobotsCache,
+  type UrlPattern,
+} from '@mocra/core';
+import { type Command, InvalidArgumentError as CommanderArgumentError, Option } from 'commander';
+import type { MocraBuilder } from '../builder.js';
+
+export interface RuntimeFlags {
+  concurrency: number;
+  perHostConcurrency: number;
+  delay: number;
+  autothrottle: boolean;
+  robots: boolean;
+  userAgent?: string;
+  maxPages?: number;
+  maxDepth?: number;
+  out?: string;
+  persist?: string;
+  dashboard?: number;
+  retries: number;
+  timeout: number;
+  logLevel: LogLevel;
+  progress: boolean;
+  progressInterval: number;
+  strict: boolean;
+}
+
+export interface CrawlFlags extends RuntimeFlags {
+  scope: LinkScope;
+  include: UrlPattern[];
+  exclude: UrlPattern[];
+  respectNofollow: boolean;
+  sitemaps: boolean;
+}
+
+/** Commander's parser error: commander prints it with the flag's name and we exit 2. */
+function bad(message: string): never {
+  throw new CommanderArgumentError(message);
+}
+
+export function intFlag(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim())) bad(`expected a whole number, got '${value}'`);
+    const n = Number(value);
+    if (n < min || n > max) bad(`expected a number from ${min} to ${max}, got ${n}`);
+    return n;
+  };
+}
+
+/** Milliseconds: `500`, `500ms`, `1.5s`, `2m`. */
+export function durationFlag(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/i.exec(value.trim());
+  if (!m) bad(`expected a duration such as 500, 500ms, 1.5s or 2m, got '${value}'`);
+  const n = Number(m[1]);
+  const unit = (m[2] ?? 'ms').toLowerCase();
+  return Math.round(unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n);
+}
+
+/** A glob, or `/regex/flags`. Repeatable: values collect into a list. */
+export function patternFlag(value: string, previous: UrlPattern[] = []): UrlPattern[] {
+  const text = value.trim();
+  if (text === '') bad('a pattern must not be empty');
+  const re = /^\/(.+)\/([dgimsuvy]*)$/.exec(text);
+  if (re && !text.startsWith('//')) {
+    try {
+      return [...previous, new RegExp(re[1]!, re[2])];
+    } catch (err) {
+      bad(`invalid regular expression ${text}: ${(err as Error).message}`);
+    }
+  }
+  return [...previous, text];
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** Add the shared runtime flags to a command. */
+export function addRuntimeFlags(cmd: Command): Command {
+  return cmd
+    .addOption(
+      new Option('-c, --concurrency <n>', 'downloads at once, all hosts together')
+        .default(16)
+        .argParser(intFlag(1, 10_000)),
+    )
+    .addOption(
+      new Option('--per-host-concurrency <n>', 'downloads at once against one host')
+        .default(8)
+        .argParser(intFlag(1, 10_000)),
+    )
+    .addOption(
+      new Option('--delay <duration>', 'minimum time between two requests to one host (500, 500ms, 2s)')
+        .default(0)
+        .argParser(durationFlag),
+    )
+    .option('--autothrottle', 'adapt the delay per host to its latency (AutoThrottle)', false)
+    .option(
+      '--no-robots',
+      'ignore robots.txt (obeyed by default: disallowed URLs are skipped, Crawl-delay honoured)',
+    )
+    .option('--user-agent <ua>', 'User-Agent header (robots.txt rules are matched for the "mocra" token)')
+    .addOption(new Option('--max-pages <n>', 'stop after this many pages (exact)').argParser(intFlag(1)))
+    .addOption(
+      new Option('--max-depth <n>', 'do not follow links deeper than this (start URLs are 0)').argParser(
+        intFlag(0),
+      ),
+    )
+    .option('-o, --out <file>', 'write one record per page to a .jsonl or .csv file (- for standard output)')
+    .option(
+      '--persist <dir>',
+      'keep the crawl state in this directory; run again with it to resume after a crash',
+    )
+    .addOption(
+      new Option('--dashboard <port>', 'serve the live dashboard and control API on this port').argParser(
+        intFlag(0, 65_535),
+      ),
+    )
+    .addOption(
+      new Option('--retries <n>', 'retries of a failed request').default(2).argParser(intFlag(0, 100)),
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'request timeout (headers and body each)')
+        .default(30_000)
+        .argParser(durationFlag),
+    )
+    .addOption(new Option('--log-level <level>', 'log level on stderr').default('error').choices(LOG_LEVELS))
+    .option('--no-progress', 'no progress display')
+    .addOption(
+      new Option(
+        '--progress-interval <seconds>',
+        'seconds between progress lines when stderr is not a terminal',
+      )
+        .default(5)
+        .argParser(intFlag(1, 3600)),
+    )
+    .option('--strict', 'exit with 1 when any URL was given up on (not only when the crawl failed)', false);
+}
+
+/** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
+export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): RobotsCache | undefined {
+  const robots = flags.robots ? createRobotsCache() : undefined;
+  builder
+    .concurrency(flags.concurrency)
+    .download({
+      connections: flags.concurrency,
+      headersTimeoutMs: flags.timeout,
+      bodyTimeoutMs: flags.timeout,
+      ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
+    })
+    .retry({ maxRetries: flags.retries })
+    .logging({ level: flags.logLevel })
+    .politeness({
+      maxConcurrency: Math.min(flags.perHostConcurrency, flags.concurrency),
+      delayMs: flags.delay,
+      ...(flags.autothrottle ? { autoThrottle: true } : {}),
+      ...(robots === undefined ? {} : { robots }),
+    })
+    .frontier({
+      ...(flags.maxPages === undefined ? {} : { maxPages: flags.maxPages }),
+      ...(flags.maxDepth === undefined ? {} : { maxDepth: flags.maxDepth }),
+    });
+  if (flags.persist !== undefined) builder.persist(flags.persist);
+  return robots;
+}
