@@ -23,7 +23,15 @@ function documented(): Map<string, Set<string>> {
   return sections;
 }
 
-const PACKAGES = ['@mocra/core', '@mocra/dag', '@mocra/cluster', '@mocra/proxy', '@mocra/store', '@mocra/testkit', 'mocra'];
+const PACKAGES = [
+  '@mocra/core',
+  '@mocra/dag',
+  '@mocra/cluster',
+  '@mocra/proxy',
+  '@mocra/store',
+  '@mocra/testkit',
+  'mocra',
+];
 
 describe('docs/errors.md', () => {
   const docs = documented();
