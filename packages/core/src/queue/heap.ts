@@ -44,23 +44,37 @@ export class MinHeap<T> {
     const last = nodes.pop()!;
     if (nodes.length > 0) {
       nodes[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < nodes.length && this.#less(nodes[l]!, nodes[m]!)) m = l;
-        if (r < nodes.length && this.#less(nodes[r]!, nodes[m]!)) m = r;
-        if (m === i) break;
-        [nodes[i], nodes[m]] = [nodes[m]!, nodes[i]!];
-        i = m;
-      }
+      this.#siftDown(0);
     }
     return top.value;
   }
 
+  #siftDown(start: number): void {
+    const nodes = this.#nodes;
+    let i = start;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < nodes.length && this.#less(nodes[l]!, nodes[m]!)) m = l;
+      if (r < nodes.length && this.#less(nodes[r]!, nodes[m]!)) m = r;
+      if (m === i) break;
+      [nodes[i], nodes[m]] = [nodes[m]!, nodes[i]!];
+      i = m;
+    }
+  }
+
   clear(): void {
     this.#nodes = [];
+  }
+
+  /**
+   * Keeps only the values `keep` accepts, in O(n) (Floyd's heap construction). Order among equal
+   * keys is kept, so FIFO ties survive a compaction.
+   */
+  retain(keep: (value: T) => boolean): void {
+    this.#nodes = this.#nodes.filter((node) => keep(node.value));
+    for (let i = (this.#nodes.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
   }
 
   #less(a: Node<T>, b: Node<T>): boolean {

@@ -265,6 +265,7 @@ class MemoryQueue<T> implements LeaseQueue<T> {
   ): void {
     this.#checkLease(entry, generation);
     this.#inflight--;
+    this.#compactLeases();
     if (outcome === 'ack') {
       entry.state = 'done';
     } else if (outcome === 'dead' || entry.attempt >= this.options.maxDeliveries) {
@@ -287,8 +288,22 @@ class MemoryQueue<T> implements LeaseQueue<T> {
     const deadline = this.#now() + ms;
     entry.leaseDeadline = deadline;
     this.#leases.push(deadline, { entry, generation, deadline });
+    this.#compactLeases();
     this.#armLeaseTimer();
     return deadline;
+  }
+
+  /**
+   * Settled leases stay in the heap until their deadline (lazy deletion), and with them their
+   * payloads — response bodies, on the engine's response topic. Once stale records outnumber
+   * live ones by far, rebuild the heap from the live leases so memory follows what is in flight.
+   */
+  #compactLeases(): void {
+    if (this.#leases.size <= 2 * this.#inflight + 1024) return;
+    this.#leases.retain(
+      ({ entry, generation, deadline }) =>
+        entry.state === 'leased' && entry.generation === generation && entry.leaseDeadline === deadline,
+    );
   }
 
   #checkLease(entry: Entry<T>, generation: number): void {
