@@ -712,8 +712,8 @@ export { createProgressWatchdog, ProgressWatchdog } from './policy/progress-watc
 export type { RecoveryPolicyOptions } from './policy/recovery-policy.js';
 export { createRecoveryPolicy, policyStage, RecoveryPolicy } from './policy/recovery-policy.js';
 export type { Admission, WorkScope } from './policy/types.js';
-export type { DeadlineOptions, HandlerWatchdogOptions } from './policy/watchdog.js';
-export { HandlerWatchdog, runWithDeadline } from './policy/watchdog.js';
+export type { DeadlineGroupOptions, DeadlineOptions, HandlerWatchdogOptions } from './policy/watchdog.js';
+export { DeadlineGroup, HandlerWatchdog, runWithDeadline } from './policy/watchdog.js';
 export type {
   ConsumeOptions,
   CreateQueueBackendOptions,

@@ -4,6 +4,7 @@
  * imported on first use through here, so a missing one fails with a clear error naming the
  * package to install instead of a bare ERR_MODULE_NOT_FOUND.
  */
+import { createRequire } from 'node:module';
 import { MissingDependencyError } from './errors.js';
 
 const cache = new Map<string, Promise<unknown>>();
@@ -26,4 +27,21 @@ export function importOptional<TModule>(packageName: string, feature: string): P
     cache.set(packageName, loading);
   }
   return loading as Promise<TModule>;
+}
+
+const requireCjs = createRequire(import.meta.url);
+
+/**
+ * A dependency of @mocra/core that a crawl may never need (cheerio until `res.$` is touched,
+ * fastify until the control API starts, prom-client until metrics are on, tough-cookie until a
+ * session exists), loaded synchronously on first call instead of at import: loading them all
+ * up front costs tens of MB of RSS and hundreds of ms of start-up. Each one ships a CommonJS
+ * entry, so `require` works.
+ */
+export function lazyRequire<TModule>(packageName: string): () => TModule {
+  let loaded: TModule | undefined;
+  return () => {
+    loaded ??= requireCjs(packageName) as TModule;
+    return loaded;
+  };
 }

@@ -5,7 +5,7 @@ import { classifyError } from '../src/policy/failure-kind.js';
 import { POLICY_CHANNEL_NAMES, type WatchdogTimeoutMessage } from '../src/policy/policy-channels.js';
 import { PolicyResolver } from '../src/policy/policy-resolver.js';
 import { ProgressWatchdog, type StallReport } from '../src/policy/progress-watchdog.js';
-import { HandlerWatchdog, runWithDeadline } from '../src/policy/watchdog.js';
+import { DeadlineGroup, HandlerWatchdog, runWithDeadline } from '../src/policy/watchdog.js';
 import { ManualClock } from '../src/schedule/clock.js';
 
 const unhandled: unknown[] = [];
@@ -208,5 +208,57 @@ describe('ProgressWatchdog', () => {
     watchdog.stop();
     expect(calls).toBe(3);
     expect(unhandled).toEqual([]);
+  });
+});
+
+describe('DeadlineGroup', () => {
+  test('one timer watches many handlers; only the one past its deadline is aborted', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, resolutionMs: 100, clock });
+    let labelled = 0;
+    const label = (name: string) => () => {
+      labelled++;
+      return `parse ${name}`;
+    };
+    const stuck = group.run(
+      (signal) =>
+        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      label('stuck'),
+    );
+    const results = Array.from({ length: 50 }, (_, i) => group.run(async () => i, label(String(i))));
+    expect(await Promise.all(results)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(group.size).toBe(1);
+    expect(clock.pending).toBe(1);
+    await clock.advance(999);
+    expect(group.size).toBe(1);
+    await clock.advance(101);
+    await expect(stuck).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await expect(stuck).rejects.toThrow('parse stuck');
+    // Labels are only formatted for the handler that timed out.
+    expect(labelled).toBe(1);
+    expect(group.size).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  test('a deadline is enforced at most resolutionMs late, and a parent abort reaches the handler', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, resolutionMs: 300, clock });
+    const late = group.run(
+      (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      'late',
+    );
+    await clock.advance(900);
+    expect(group.size).toBe(1);
+    await clock.advance(300);
+    await expect(late).rejects.toMatchObject({ code: 'MOCRA_ERR_HANDLER_TIMEOUT' });
+    const parent = new AbortController();
+    const aborted = group.run(
+      (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      'aborted',
+      parent.signal,
+    );
+    parent.abort(new Error('engine stopping'));
+    await expect(aborted).rejects.toThrow('engine stopping');
+    expect(group.size).toBe(0);
   });
 });

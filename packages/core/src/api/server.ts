@@ -14,9 +14,9 @@
  * an ApiBindError after closing the server, so a failed bind never leaves a half-started
  * process behind (upstream's bind failure left a headless process running).
  */
+
 import { randomUUID } from 'node:crypto';
-import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { MOCRA_VERSION } from '../downloader/version.js';
 import {
@@ -34,6 +34,7 @@ import {
 import type { LogBuffer } from '../observability/log-buffer.js';
 import type { Logger } from '../observability/logger.js';
 import { SystemSampler } from '../observability/metrics/system-sampler.js';
+import { lazyRequire } from '../optional-dependency.js';
 import { ApiKeyChecker } from './auth.js';
 import { dashboardHtml } from './dashboard.js';
 import { errorResponse } from './error-status.js';
@@ -42,6 +43,10 @@ import { RateLimiter } from './rate-limit.js';
 import { API_ROUTES, type RouteId, type RouteSpec } from './routes.js';
 import type { dlqListQuerySchema, logsQuerySchema, startWorkBodySchema } from './schemas.js';
 import type { ControlPlane, DlqSelection, MetricsSource } from './types.js';
+
+// Loaded when a server is built: a crawl without the control API never loads fastify.
+const fastify = lazyRequire<typeof import('fastify')>('fastify');
+const fastifyCors = lazyRequire<typeof import('@fastify/cors')>('@fastify/cors');
 
 export interface ApiServerOptions {
   /** What the endpoints observe and steer. */
@@ -189,7 +194,7 @@ export class ApiServer {
   }
 
   #build(bodyLimit: number): FastifyInstance {
-    const app = Fastify({
+    const app = fastify().fastify({
       logger: false,
       bodyLimit,
       genReqId: () => randomUUID(),
@@ -215,7 +220,7 @@ export class ApiServer {
       }
     });
 
-    void app.register(cors, {
+    void app.register(fastifyCors().fastifyCors, {
       origin: '*',
       methods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
       allowedHeaders: ['authorization', 'x-api-key', 'content-type'],

@@ -22,7 +22,7 @@ import { ProgressWatchdog } from '../policy/progress-watchdog.js';
 import { RecoveryPolicy, type RecoveryPolicyOptions } from '../policy/recovery-policy.js';
 import type { SimpleRetryPolicyOptions } from '../policy/simple-retry-policy.js';
 import type { FailurePolicy } from '../policy/types.js';
-import { runWithDeadline } from '../policy/watchdog.js';
+import { DeadlineGroup } from '../policy/watchdog.js';
 import type { Clock } from '../schedule/clock.js';
 import { EngineDeadLetters, type StageTopics } from './dead-letters.js';
 
@@ -143,19 +143,25 @@ export class EngineRecovery {
   ): (item: T, signal: AbortSignal) => Promise<R> {
     const timeoutMs = this.#timeouts[stage] ?? 0;
     if (timeoutMs <= 0) return handle;
+    // One coarse timer for the whole stage, not one per handler (this is the hot path).
+    const deadlines = new DeadlineGroup({
+      timeoutMs,
+      ...(this.#clock === undefined ? {} : { clock: this.#clock }),
+    });
     return (item, signal) =>
-      runWithDeadline((inner) => handle(item, inner), {
-        timeoutMs,
-        label: label(item),
-        signal,
-        ...(this.#clock === undefined ? {} : { clock: this.#clock }),
-      }).catch((err: unknown) => {
-        if (isMocraError(err) && err.code === 'MOCRA_ERR_HANDLER_TIMEOUT') {
-          this.#timedOut.set(stage, (this.#timedOut.get(stage) ?? 0) + 1);
-          this.#log.warn({ stage, timeoutMs, code: err.code }, err.message);
-        }
-        throw err;
-      });
+      deadlines
+        .run(
+          (inner) => handle(item, inner),
+          () => label(item),
+          signal,
+        )
+        .catch((err: unknown) => {
+          if (isMocraError(err) && err.code === 'MOCRA_ERR_HANDLER_TIMEOUT') {
+            this.#timedOut.set(stage, (this.#timedOut.get(stage) ?? 0) + 1);
+            this.#log.warn({ stage, timeoutMs, code: err.code }, err.message);
+          }
+          throw err;
+        });
   }
 
   start(): void {

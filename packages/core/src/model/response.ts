@@ -5,9 +5,10 @@
  * see `charset.ts`) and caches the string; `$` parses the HTML only when first touched and
  * caches the document, so a parse that reads `json()` never pays for an HTML parser.
  */
-import { createRequire } from 'node:module';
+
 import type { CheerioAPI } from 'cheerio';
 import { TextDecodingError } from '../errors.js';
+import { lazyRequire } from '../optional-dependency.js';
 import { type DetectedCharset, decodeText, detectCharset } from './charset.js';
 import { Request, type RequestData } from './request.js';
 
@@ -54,17 +55,11 @@ export interface TextOptions {
   charset?: string;
 }
 
-const requireCjs = createRequire(import.meta.url);
-let loadHtml: ((html: string) => CheerioAPI) | undefined;
+/** cheerio is loaded on first use of `$`; the slim build parses with htmlparser2 only (fast, lenient). */
+const cheerio = lazyRequire<{ load: (html: string) => CheerioAPI }>('cheerio/slim');
 
-/** cheerio is loaded on first use of `$`: a crawl that never touches `$` never loads it. */
 function cheerioLoad(html: string): CheerioAPI {
-  if (!loadHtml) {
-    // The slim build parses with htmlparser2 only (fast, lenient) instead of parse5.
-    const cheerio = requireCjs('cheerio/slim') as { load: (html: string) => CheerioAPI };
-    loadHtml = cheerio.load;
-  }
-  return loadHtml(html);
+  return cheerio().load(html);
 }
 
 export class Response {

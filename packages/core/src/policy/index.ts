@@ -44,5 +44,5 @@ export { createRecoveryPolicy, policyStage, RecoveryPolicy } from './recovery-po
 export type { SimpleRetryPolicyOptions } from './simple-retry-policy.js';
 export { createSimpleRetryPolicy, parseRetryAfter, SimpleRetryPolicy } from './simple-retry-policy.js';
 export type { Admission, FailurePolicy, PolicyDecision, WorkScope } from './types.js';
-export type { DeadlineOptions, HandlerWatchdogOptions } from './watchdog.js';
-export { HandlerWatchdog, runWithDeadline } from './watchdog.js';
+export type { DeadlineGroupOptions, DeadlineOptions, HandlerWatchdogOptions } from './watchdog.js';
+export { DeadlineGroup, HandlerWatchdog, runWithDeadline } from './watchdog.js';

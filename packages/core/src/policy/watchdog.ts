@@ -17,7 +17,7 @@
  * `itemId`, requests are deduplicated), which is the same reasoning as for a redelivered lease.
  */
 import { HandlerTimeoutError, InvalidArgumentError } from '../errors.js';
-import { type Clock, systemClock } from '../schedule/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../schedule/clock.js';
 import { policyChannels, type WatchdogTimeoutMessage } from './policy-channels.js';
 
 export interface DeadlineOptions {
@@ -39,58 +39,153 @@ export function runWithDeadline<T>(
   fn: (signal: AbortSignal) => Promise<T> | T,
   options: DeadlineOptions,
 ): Promise<T> {
-  const { timeoutMs, label } = options;
+  const { timeoutMs } = options;
   if (!(timeoutMs >= 0)) throw new InvalidArgumentError(`timeoutMs must be ≥ 0, got ${timeoutMs}`);
-  const clock = options.clock ?? systemClock;
-  const controller = new AbortController();
-  const parent = options.signal;
-  const onParentAbort = () => controller.abort(parent?.reason);
-  if (parent) {
-    if (parent.aborted) controller.abort(parent.reason);
-    else parent.addEventListener('abort', onParentAbort, { once: true });
+  // A group of one whose only sweep falls exactly on the deadline.
+  const group = new DeadlineGroup({
+    timeoutMs,
+    resolutionMs: timeoutMs,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  return group.run(fn, options.label, options.signal);
+}
+
+export interface DeadlineGroupOptions {
+  /** Every handler of the group gets this deadline; 0 or Infinity: none. */
+  timeoutMs: number;
+  /**
+   * How often deadlines are checked: a handler is aborted at most this late.
+   * @default timeoutMs / 20, between 10 ms and 1 s
+   */
+  resolutionMs?: number;
+  /** @default the system clock */
+  clock?: Clock;
+}
+
+interface PendingRun {
+  readonly deadline: number;
+  readonly controller: AbortController;
+  readonly label: string | (() => string);
+  readonly expire: (error: HandlerTimeoutError) => void;
+}
+
+/**
+ * Deadlines for many concurrent handlers with one coarse timer. Every stage handler of the
+ * engine runs through one of these, so the hot path pays a Set insert and delete per handler
+ * instead of arming and clearing a timer each (and the label is only formatted for a handler
+ * that actually times out). A deadline of minutes enforced up to `resolutionMs` late changes
+ * nothing for the work.
+ *
+ * ```
+ *   run(fn) ─▶ live set ◀── sweep every resolutionMs (only while the set is non-empty)
+ *                │              └─ deadline passed ─▶ abort(HandlerTimeoutError), reject
+ *                └─ fn settles first ─▶ removed, its result / error
+ * ```
+ */
+export class DeadlineGroup {
+  readonly timeoutMs: number;
+  readonly #resolutionMs: number;
+  readonly #clock: Clock;
+  readonly #live = new Set<PendingRun>();
+  #timer: TimerHandle | undefined;
+
+  constructor(options: DeadlineGroupOptions) {
+    const { timeoutMs } = options;
+    if (!(timeoutMs >= 0)) throw new InvalidArgumentError(`timeoutMs must be ≥ 0, got ${timeoutMs}`);
+    this.timeoutMs = timeoutMs;
+    this.#resolutionMs = options.resolutionMs ?? Math.min(1000, Math.max(10, timeoutMs / 20));
+    this.#clock = options.clock ?? systemClock;
   }
 
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const finish = () => {
-      settled = true;
-      if (timer !== undefined) clock.clearTimeout(timer);
-      parent?.removeEventListener('abort', onParentAbort);
-    };
-    const timer =
-      timeoutMs > 0 && Number.isFinite(timeoutMs)
-        ? clock.setTimeout(() => {
-            if (settled) return;
-            finish();
-            const error = new HandlerTimeoutError(label, timeoutMs);
-            if (policyChannels.watchdog.hasSubscribers) {
-              const message: WatchdogTimeoutMessage = { label, timeoutMs, at: clock.now() };
-              policyChannels.watchdog.publish(message);
-            }
-            controller.abort(error);
-            reject(error);
-          }, timeoutMs)
-        : undefined;
-    let result: Promise<T>;
-    try {
-      result = Promise.resolve(fn(controller.signal));
-    } catch (err) {
-      result = Promise.reject(err);
+  /** Handlers running now. */
+  get size(): number {
+    return this.#live.size;
+  }
+
+  run<T>(
+    fn: (signal: AbortSignal) => Promise<T> | T,
+    label: string | (() => string),
+    parent?: AbortSignal,
+  ): Promise<T> {
+    const controller = new AbortController();
+    const onParentAbort = () => controller.abort(parent?.reason);
+    if (parent) {
+      if (parent.aborted) controller.abort(parent.reason);
+      else parent.addEventListener('abort', onParentAbort, { once: true });
     }
-    result.then(
-      (value) => {
-        if (settled) return;
-        finish();
-        resolve(value);
-      },
-      (err: unknown) => {
-        // A rejection after the deadline is the abandoned handler's; it is swallowed here.
-        if (settled) return;
-        finish();
-        reject(err);
-      },
-    );
-  });
+    const limited = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs);
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const finish = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        if (limited) this.#release(pending);
+        parent?.removeEventListener('abort', onParentAbort);
+        return true;
+      };
+      const pending: PendingRun = {
+        deadline: this.#clock.now() + this.timeoutMs,
+        controller,
+        label,
+        expire: (error) => {
+          if (!finish()) return;
+          controller.abort(error);
+          reject(error);
+        },
+      };
+      if (limited) {
+        this.#live.add(pending);
+        this.#arm();
+      }
+      let result: Promise<T>;
+      try {
+        result = Promise.resolve(fn(controller.signal));
+      } catch (err) {
+        result = Promise.reject(err);
+      }
+      result.then(
+        (value) => {
+          if (finish()) resolve(value);
+        },
+        (err: unknown) => {
+          // A rejection after the deadline is the abandoned handler's; it is swallowed here.
+          if (finish()) reject(err);
+        },
+      );
+    });
+  }
+
+  #release(pending: PendingRun): void {
+    this.#live.delete(pending);
+    // Nothing left to watch: no timer left behind (a busy stage rarely gets here).
+    if (this.#live.size === 0 && this.#timer !== undefined) {
+      this.#clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  #arm(): void {
+    if (this.#timer !== undefined || this.#live.size === 0) return;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.#sweep();
+    }, this.#resolutionMs);
+  }
+
+  #sweep(): void {
+    const now = this.#clock.now();
+    for (const pending of [...this.#live]) {
+      if (pending.deadline > now) continue;
+      const label = typeof pending.label === 'string' ? pending.label : pending.label();
+      const error = new HandlerTimeoutError(label, this.timeoutMs);
+      if (policyChannels.watchdog.hasSubscribers) {
+        const message: WatchdogTimeoutMessage = { label, timeoutMs: this.timeoutMs, at: now };
+        policyChannels.watchdog.publish(message);
+      }
+      pending.expire(error);
+    }
+    this.#arm();
+  }
 }
 
 export interface HandlerWatchdogOptions {

@@ -10,10 +10,15 @@
  *     generation number bumped on every invalidation (so N requests that all see a 401 cause
  *     one re-login, not N).
  */
-import { CookieJar } from 'tough-cookie';
+
+import type { CookieJar } from 'tough-cookie';
 import { InvalidArgumentError } from '../errors.js';
 import type { Request } from '../model/request.js';
 import type { Response } from '../model/response.js';
+import { lazyRequire } from '../optional-dependency.js';
+
+// Loaded with the first session: a crawl without sessions never loads the cookie jar.
+const toughCookie = lazyRequire<typeof import('tough-cookie')>('tough-cookie');
 
 /** Milliseconds since the epoch; injectable so tests run on a fake clock. */
 export type NowFn = () => number;
@@ -50,7 +55,7 @@ export class Session {
   constructor(account: string, platform: string, now: NowFn = Date.now) {
     this.account = account;
     this.platform = platform;
-    this.jar = new CookieJar(undefined, { looseMode: true });
+    this.jar = new (toughCookie().CookieJar)(undefined, { looseMode: true });
     this.#now = now;
   }
 

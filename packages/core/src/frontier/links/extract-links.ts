@@ -13,9 +13,10 @@
  * selectors outside the streaming subset (see `selector.ts`) are evaluated on a DOM instead
  * (cheerio, slower).
  */
-import { createRequire } from 'node:module';
+
 import { Parser, Tokenizer } from 'htmlparser2';
 import { InvalidArgumentError } from '../../errors.js';
+import { lazyRequire } from '../../optional-dependency.js';
 import { type ElementView, hasWord, parseStreamSelector, type StreamSelector } from './selector.js';
 
 export interface ExtractLinksOptions {
@@ -420,12 +421,10 @@ interface DomSelection {
 }
 type DomApi = ((selector: string | DomNode) => DomSelection) & Record<string, unknown>;
 
-const requireCjs = createRequire(import.meta.url);
-let loadDom: ((html: string) => DomApi) | undefined;
+const cheerio = lazyRequire<{ load: (html: string) => DomApi }>('cheerio/slim');
 
 function scanWithDom(html: string, selector: string, withText: boolean): ScanResult {
-  loadDom ??= (requireCjs('cheerio/slim') as { load: (html: string) => DomApi }).load;
-  const $ = loadDom(html);
+  const $ = cheerio().load(html);
   let selection: DomNode[];
   try {
     selection = $(selector).toArray();

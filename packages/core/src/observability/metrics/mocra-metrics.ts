@@ -15,10 +15,12 @@
  * res.setHeader('content-type', metrics.contentType).end(await metrics.metrics());
  * ```
  */
+
 import os from 'node:os';
-import { Counter, Gauge, Histogram, type Registry as PromRegistry, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { MOCRA_VERSION } from '../../downloader/version.js';
 import { InternalError } from '../../errors.js';
+import { lazyRequire } from '../../optional-dependency.js';
 import {
   CRAWL_PIPELINE,
   DEFAULT_LABEL_LIMITS,
@@ -30,6 +32,9 @@ import {
 import { LabelGuard } from './label-guard.js';
 import { processMetricsRegistry } from './process-metrics.js';
 import { SystemSampler } from './system-sampler.js';
+
+// Loaded when the first metrics registry is built: a crawl without metrics never loads it.
+const promClient = lazyRequire<typeof import('prom-client')>('prom-client');
 
 type FamiliesOfType<TType extends string> = {
   [K in MetricFamilyKey]: (typeof METRIC_FAMILIES)[K]['type'] extends TType ? K : never;
@@ -99,11 +104,12 @@ export class MocraMetrics {
   readonly #collectors = new Set<MetricsCollector>();
   /** Last running total seen per counter series, for `advance`. */
   readonly #totals = new Map<string, number>();
-  readonly #process: PromRegistry | undefined;
+  readonly #process: Registry | undefined;
   readonly #collectorTimeoutMs: number;
 
   constructor(options: MetricsOptions = {}) {
     this.node = options.node ?? os.hostname();
+    const { Counter, Gauge, Histogram, Registry } = promClient();
     this.registry = new Registry();
     this.registry.setDefaultLabels({ node: this.node });
     this.contentType = this.registry.contentType;

@@ -11,7 +11,11 @@
  * suffix, which `promtool check metrics` rejects (that suffix is for counters); they are dropped,
  * `sum(mocra_nodejs_active_handles)` gives the same figure.
  */
-import { collectDefaultMetrics, Registry } from 'prom-client';
+
+import type { Registry } from 'prom-client';
+import { lazyRequire } from '../../optional-dependency.js';
+
+const promClient = lazyRequire<typeof import('prom-client')>('prom-client');
 
 export const PROCESS_METRICS_PREFIX = 'mocra_';
 
@@ -20,6 +24,7 @@ let shared: Registry | undefined;
 /** The process-wide registry of Node.js process metrics (created once). */
 export function processMetricsRegistry(): Registry {
   if (shared === undefined) {
+    const { collectDefaultMetrics, Registry } = promClient();
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: PROCESS_METRICS_PREFIX });
     for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) {
