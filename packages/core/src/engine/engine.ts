@@ -514,7 +514,18 @@ export class Engine {
     if (this.#state !== 'created') throw new EngineStateError('modules can only be registered before run()');
     this.downloads.validateModule(module); // an unknown downloader name fails here, not per request
     this.modules.validate(module as Module<unknown>); // so does an unknown middleware name
-    this.registry.register(module, sink);
+    const registered = this.registry.register(module, sink);
+    if (this.#options.coordination !== undefined && this.#options.coordination.kind !== 'local') {
+      const joins = registered.graph.order.filter((id) => registered.graph.nodes.get(id)?.join === true);
+      if (joins.length > 0) {
+        // Join bookkeeping (module/run-ledger.ts) sees only this process's share of a run; on a
+        // queue that spreads one run's work over several workers a join may fire early or twice.
+        this.log.warn(
+          { module: module.name, joins },
+          `module '${module.name}' has join nodes (${joins.join(', ')}): joins are tracked per process, so across several workers they are exact only when one worker handles a whole run (docs/deployment.md#joins-in-a-cluster); use a DAG job for fan-in across workers`,
+        );
+      }
+    }
     return this;
   }
 
