@@ -5,5 +5,12 @@ export { ATTEMPT_HEADER, STAGE_TOPICS, TOPICS } from './events.js';
 export type { DataSink, ItemMeta } from './item.js';
 export type { ProxyChoice, RequestBody, RequestData, RequestInit } from './request.js';
 export { Request } from './request.js';
-export type { RedirectHop, ResponseData, ResponseHeaders, ResponseInit, TextOptions } from './response.js';
-export { Response } from './response.js';
+export type {
+  BrowserResponseData,
+  RedirectHop,
+  ResponseData,
+  ResponseHeaders,
+  ResponseInit,
+  TextOptions,
+} from './response.js';
+export { BrowserResponse, Response } from './response.js';

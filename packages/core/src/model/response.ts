@@ -46,6 +46,15 @@ export interface ResponseData {
   request: Request | RequestData;
   redirects?: RedirectHop[];
   durationMs?: number;
+  /** Present when the response was rendered by a browser: `Response.from` rebuilds a {@link BrowserResponse}. */
+  browser?: BrowserResponseData;
+}
+
+/** What a {@link BrowserResponse} adds to its serialized form. */
+export interface BrowserResponseData {
+  rendered: boolean;
+  /** Raw bytes, or `{ base64 }` after a JSON round trip. */
+  screenshot?: Uint8Array | { base64: string };
 }
 
 export interface TextOptions {
@@ -150,9 +159,7 @@ export class Response {
       url: this.url,
       status: this.status,
       headers: { ...this.headers },
-      body: {
-        base64: Buffer.from(this.body.buffer, this.body.byteOffset, this.body.length).toString('base64'),
-      },
+      body: { base64: base64Of(this.body) },
       request: this.request.toJSON(),
       redirects: [...this.redirects],
       durationMs: this.durationMs,
@@ -162,18 +169,57 @@ export class Response {
   /** The response itself when it already is one, else one rebuilt from its serialized form. */
   static from(value: Response | ResponseData): Response {
     if (value instanceof Response) return value;
-    const body =
-      value.body instanceof Uint8Array
-        ? value.body
-        : new Uint8Array(Buffer.from(value.body.base64, 'base64'));
-    return new Response({
+    const init: ResponseInit = {
       url: value.url,
       status: value.status,
       headers: value.headers,
-      body,
+      body: bytesOf(value.body),
       request: Request.from(value.request),
       ...(value.redirects === undefined ? {} : { redirects: value.redirects }),
       ...(value.durationMs === undefined ? {} : { durationMs: value.durationMs }),
+    };
+    if (value.browser === undefined) return new Response(init);
+    const { rendered, screenshot } = value.browser;
+    return new BrowserResponse({
+      ...init,
+      rendered,
+      ...(screenshot === undefined ? {} : { screenshot: bytesOf(screenshot) }),
     });
   }
+}
+
+/**
+ * A response rendered by the browser downloader: a Response plus what only a browser has. It is
+ * defined here, beside Response, so that a response crossing a serializing queue (Redis, NATS,
+ * Kafka) comes back as a BrowserResponse with its screenshot, whichever process parses it.
+ */
+export class BrowserResponse extends Response {
+  /** The screenshot asked for with `screenshot` (PNG or JPEG bytes). */
+  readonly screenshot: Uint8Array | undefined;
+  /** True when the body is the rendered DOM; false when the main document was not HTML and its raw bytes are the body. */
+  readonly rendered: boolean;
+
+  constructor(init: ResponseInit & { screenshot?: Uint8Array | undefined; rendered: boolean }) {
+    super(init);
+    this.screenshot = init.screenshot;
+    this.rendered = init.rendered;
+  }
+
+  override toJSON(): ResponseData {
+    return {
+      ...super.toJSON(),
+      browser: {
+        rendered: this.rendered,
+        ...(this.screenshot === undefined ? {} : { screenshot: { base64: base64Of(this.screenshot) } }),
+      },
+    };
+  }
+}
+
+function base64Of(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
+}
+
+function bytesOf(value: Uint8Array | { base64: string }): Uint8Array {
+  return value instanceof Uint8Array ? value : new Uint8Array(Buffer.from(value.base64, 'base64'));
 }

@@ -9,10 +9,13 @@
  */
 import { requestUrl } from '../../frontier/fingerprint.js';
 import type { Request } from '../../model/request.js';
-import { Response, type ResponseInit } from '../../model/response.js';
+import { BrowserResponse } from '../../model/response.js';
 import type { DownloadContext, Downloader } from '../types.js';
 import { BrowserPagePool, type BrowserPagePoolOptions, type BrowserPagePoolStats } from './page-pool.js';
 import { parseRenderOptions } from './render-options.js';
+
+// Defined in the model so it survives serializing queues; re-exported where it always was.
+export { BrowserResponse };
 
 /** The `request.meta` key whose value overrides the render options for that request. */
 export const BROWSER_META_KEY = 'browser';
@@ -20,20 +23,6 @@ export const BROWSER_META_KEY = 'browser';
 export interface BrowserDownloaderOptions extends BrowserPagePoolOptions {
   /** The name modules and requests select it by. @default 'browser' */
   name?: string;
-}
-
-/** A response rendered by the browser downloader: a Response plus what only a browser has. */
-export class BrowserResponse extends Response {
-  /** The screenshot asked for with `screenshot` (PNG or JPEG bytes). */
-  readonly screenshot: Uint8Array | undefined;
-  /** True when the body is the rendered DOM; false when the main document was not HTML and its raw bytes are the body. */
-  readonly rendered: boolean;
-
-  constructor(init: ResponseInit & { screenshot?: Uint8Array | undefined; rendered: boolean }) {
-    super(init);
-    this.screenshot = init.screenshot;
-    this.rendered = init.rendered;
-  }
 }
 
 export function createBrowserDownloader(options: BrowserDownloaderOptions = {}): BrowserDownloader {
