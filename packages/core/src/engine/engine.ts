@@ -58,7 +58,12 @@ import {
 } from '../errors.js';
 import { TieredDeduplicator } from '../frontier/dedup/tiered-deduplicator.js';
 import { fingerprintRequest, requestUrl } from '../frontier/fingerprint.js';
-import { Frontier, type FrontierOptions, type FrontierStats } from '../frontier/frontier.js';
+import {
+  type AdmissionResult,
+  Frontier,
+  type FrontierOptions,
+  type FrontierStats,
+} from '../frontier/frontier.js';
 import type { MiddlewareManager } from '../middleware/manager.js';
 import {
   ATTEMPT_HEADER,
@@ -892,6 +897,24 @@ export class Engine {
   async #admitAndPublish(requests: Request[], stage: StageName, claim: string): Promise<HandlerResult> {
     if (requests.length === 0) return undefined;
     const { admitted, invalid } = await this.frontier.admit(requests, { claim });
+    // Returned, not awaited (see #publishAdmitted).
+    return this.#publishAdmitted(admitted, invalid, stage, claim);
+  }
+
+  /**
+   * Publish what admission let through and report what it found invalid. Not `async` on
+   * purpose: a suspended async function keeps every local and argument alive, and this waits
+   * for the queue's write (a frontier spilling to disk) — the admitted requests, a page's
+   * thousand links, would be kept on the heap (and promoted) until then. The callbacks below
+   * hold only counts and the invalid requests.
+   */
+  #publishAdmitted(
+    admitted: readonly Request[],
+    invalid: AdmissionResult['invalid'],
+    stage: StageName,
+    claim: string,
+  ): Promise<HandlerResult> {
+    let published: Promise<HandlerResult> = Promise.resolve(undefined);
     if (admitted.length > 0) {
       const messages: PublishMessage<Request>[] = new Array(admitted.length);
       for (let i = 0; i < admitted.length; i++) {
@@ -901,17 +924,23 @@ export class Engine {
             ? { payload: r, priority: r.priority }
             : { payload: r, priority: r.priority, key: r.account };
       }
-      try {
-        await this.#topics.request.publish(messages);
-      } catch (err) {
-        if (!(isMocraError(err) && err.retryable)) throw err;
-        this.log.warn({ err, stage }, 'publishing admitted requests failed; the message is put back');
-        return { nack: { delayMs: 1_000, reason: err.message } };
-      }
-      this.frontier.releaseClaim(claim);
-      this.modules.onAdmitted(admitted);
+      const units = this.modules.unitsOf(admitted);
+      published = this.#topics.request.publish(messages).then(
+        () => {
+          this.frontier.releaseClaim(claim);
+          this.modules.onAdmitted(units);
+          return undefined;
+        },
+        (err: unknown): HandlerResult => {
+          if (!(isMocraError(err) && err.retryable)) throw err;
+          this.log.warn({ err, stage }, 'publishing admitted requests failed; the message is put back');
+          return { nack: { delayMs: 1_000, reason: err.message } };
+        },
+      );
     }
-    if (invalid.length > 0) {
+    if (invalid.length === 0) return published;
+    return published.then(async (putBack) => {
+      if (putBack !== undefined) return putBack;
       await this.#topics.error.publish(
         invalid.map(({ request, error }) => ({
           payload: this.#errorEvent(
@@ -925,8 +954,8 @@ export class Engine {
           ),
         })),
       );
-    }
-    return undefined;
+      return undefined;
+    });
   }
 
   /** request ▶ gate ▶ downloader ▶ response */
@@ -1213,13 +1242,26 @@ export class Engine {
       );
       this.modules.onFollowUpsPublished(queued);
     }
-    if (carried.length > 0) {
-      const putBack = await this.#admitCarried(carried, delivery.id);
-      if (putBack !== undefined) return putBack;
-    }
+    const nodeId = node.id;
+    if (carried.length === 0) return this.#parseDone(rejected, request, runId, moduleName, nodeId);
+    // Returned, not awaited: this frame holds the parse context and every follow-up request,
+    // which must not stay on the heap while the admitted requests are written (see #publishAdmitted).
+    return this.#admitCarried(carried, delivery.id).then(
+      (putBack) => putBack ?? this.#parseDone(rejected, request, runId, moduleName, nodeId),
+    );
+  }
+
+  /** The end of a parse whose follow-ups are admitted: its rejects reported, its unit done. */
+  async #parseDone(
+    rejected: ErrorEvent[],
+    request: Request,
+    runId: string,
+    moduleName: string,
+    nodeId: string,
+  ): Promise<HandlerResult> {
     if (rejected.length > 0) await this.#topics.error.publish(rejected.map((payload) => ({ payload })));
     this.#policy.succeeded?.('parse', workOf(request));
-    await this.#publishJoins(this.modules.onUnitDone(runId, moduleName, node.id), request);
+    await this.#publishJoins(this.modules.onUnitDone(runId, moduleName, nodeId), request);
     return undefined;
   }
 
@@ -1231,7 +1273,13 @@ export class Engine {
   async #admitCarried(followUps: readonly FollowUpTask[], claim: string): Promise<HandlerResult> {
     this.modules.onFollowUpsPublished(followUps);
     const requests: Request[] = [];
-    const admitted: FollowUpTask[] = [];
+    const admitted: {
+      runId: string;
+      module: string;
+      node: string;
+      account: string | undefined;
+      platform: string | undefined;
+    }[] = [];
     for (const followUp of followUps) {
       const registered = this.registry.get(followUp.module);
       const node = this.registry.node(registered, followUp.node);
@@ -1253,17 +1301,18 @@ export class Engine {
         if (followUp.platform !== undefined) r.platform ??= followUp.platform;
         requests.push(r);
       }
-      admitted.push(followUp);
+      // Only what the unit bookkeeping needs: the task itself holds its requests.
+      const { runId, module, account, platform } = followUp;
+      admitted.push({ runId, module, node: followUp.node, account, platform });
     }
-    const result = await this.#admitAndPublish(requests, 'parse', claim);
-    if (result !== undefined) return result; // put back: the parse runs again (same item ids)
-    for (const followUp of admitted) {
-      await this.#publishJoins(
-        this.modules.onUnitDone(followUp.runId, followUp.module, followUp.node),
-        followUp,
-      );
-    }
-    return undefined;
+    // Returned, not awaited: this frame holds the requests (see #publishAdmitted).
+    return this.#admitAndPublish(requests, 'parse', claim).then(async (result) => {
+      if (result !== undefined) return result; // put back: the parse runs again (same item ids)
+      for (const unit of admitted) {
+        await this.#publishJoins(this.modules.onUnitDone(unit.runId, unit.module, unit.node), unit);
+      }
+      return undefined;
+    });
   }
 
   /** error ▶ report ▶ policy ▶ retry (republish, delayed) | dead-letter | stop */

@@ -142,6 +142,9 @@ export type ModuleFetch = (
 ) => Promise<Response>;
 
 /** Output of routing one parse. */
+/** Admitted requests counted per run, module and node (see `ModuleRuntime.unitsOf`). */
+export type AdmittedUnits = { runId: string; module: string; node: string; n: number }[];
+
 export interface RouteResult {
   followUps: FollowUpTask[];
   /** Follows and hand-offs that could not be routed (reported as errors). */
@@ -695,12 +698,33 @@ export class ModuleRuntime {
     }
   }
 
-  /** Requests were admitted to the `request` topic: each is a unit of work for its node until parsed. */
-  onAdmitted(requests: readonly Request[]): void {
+  /**
+   * The units of work a batch of requests stands for, counted per run, module and node (for
+   * {@link onAdmitted}): the engine takes them before publishing, so that the requests
+   * themselves need not stay referenced while the publish is written.
+   */
+  unitsOf(requests: readonly Request[]): AdmittedUnits {
+    const units: AdmittedUnits = [];
+    let last: AdmittedUnits[number] | undefined;
     for (const request of requests) {
-      if (request.runId === undefined || request.module === undefined || request.node === undefined) continue;
-      const registered = this.registry.has(request.module) ? this.registry.get(request.module) : undefined;
-      if (registered) this.ledger.add(request.runId, registered.graph, request.module, request.node);
+      const { runId, module, node } = request;
+      if (runId === undefined || module === undefined || node === undefined) continue;
+      // Requests of one batch nearly always share their run, module and node: one entry.
+      if (last !== undefined && last.runId === runId && last.module === module && last.node === node) {
+        last.n++;
+      } else {
+        last = { runId, module, node, n: 1 };
+        units.push(last);
+      }
+    }
+    return units;
+  }
+
+  /** Requests were admitted to the `request` topic: each is a unit of work for its node until parsed. */
+  onAdmitted(units: AdmittedUnits): void {
+    for (const { runId, module, node, n } of units) {
+      const registered = this.registry.has(module) ? this.registry.get(module) : undefined;
+      if (registered) this.ledger.add(runId, registered.graph, module, node, n);
     }
   }
 

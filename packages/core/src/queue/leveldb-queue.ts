@@ -458,9 +458,25 @@ class LevelQueue<T> implements LeaseQueue<T> {
       await this.#backend.store();
       if (this.#closed) throw new QueueClosedError(this.name);
     }
+    // Returned, not awaited: a suspended async function keeps every local and argument alive, and
+    // the write can take a while (a frontier spilling to disk) — the payloads of spilled messages
+    // must not stay on the heap until then.
+    return this.#place(messages, priorities, encoded);
+  }
+
+  /**
+   * The synchronous part of `publish`: every message to its lane head, on disk, or delayed.
+   * Resolves once the records are written.
+   */
+  #place(
+    messages: readonly PublishMessage<T>[],
+    priorities: readonly number[],
+    encoded: readonly (Uint8Array | undefined)[] | undefined,
+  ): Promise<void> {
     const now = this.#now();
     const ops: WriteOp[] = [];
-    const fresh: Entry<T>[] = [];
+    // Persistent mode: the entries kept in memory, not deliverable before their records are written.
+    const pending: Entry<T>[] = [];
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
       const delay = m.delayMs ?? 0;
@@ -480,30 +496,27 @@ class LevelQueue<T> implements LeaseQueue<T> {
         onDisk: undefined,
       };
       const bytes = encoded?.[i];
-      fresh.push(entry);
       if (delay > 0) {
         if (this.#persist) ops.push(this.#putRecord(entry, 't', bytes));
         this.#toDelayed(entry);
       } else {
         this.#placeReady(entry, ops, bytes);
       }
+      if (this.#persist && entry.state !== 'done') pending.push(entry);
     }
     this.#saveSeq(ops);
     const written = ops.length > 0 ? this.#backend.writer.write(ops) : undefined;
     if (this.#persist && written) {
       // Not deliverable before durable (see Entry.pending); FIFO order holds because writes
       // complete in the order they were queued.
-      for (const entry of fresh) entry.pending = true;
-      try {
-        await written;
-      } finally {
-        for (const entry of fresh) entry.pending = false;
+      for (const entry of pending) entry.pending = true;
+      return written.finally(() => {
+        for (const entry of pending) entry.pending = false;
         this.#serveWaiters();
-      }
-      return;
+      });
     }
     this.#serveWaiters();
-    if (written) await written;
+    return written ?? Promise.resolve();
   }
 
   #wouldSpill(messages: readonly PublishMessage<T>[], priorities: number[]): boolean {
