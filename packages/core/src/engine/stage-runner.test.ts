@@ -207,4 +207,40 @@ describe('StageRunner', () => {
     expect(() => new StageRunner({ ...base, concurrency: 0 })).toThrow(RangeError);
     expect(() => new StageRunner({ ...base, concurrency: 1.5 })).toThrow(RangeError);
   });
+
+  test('a slow ack does not hold a slot, and at most `concurrency` acks wait before pulling stops', async () => {
+    const acks = gate();
+    let started = 0;
+    const { queue, runner, listeners, ready } = setup(10, {
+      concurrency: 2,
+      handle: () => {
+        started++;
+        return undefined;
+      },
+    });
+    // Every ack waits for the test (a broker that is slow to answer).
+    const consume = queue.consume.bind(queue);
+    queue.consume = async (options) => {
+      const batch = await consume(options);
+      for (const d of batch) {
+        const ack = d.ack.bind(d);
+        d.ack = async () => {
+          await acks.promise;
+          await ack();
+        };
+      }
+      return batch;
+    };
+    await ready;
+    runner.start();
+    // Two handlers ran and returned; their acks wait; two more slots' worth was pulled.
+    // No settle happens while the acks wait, so poll a bounded number of event-loop turns.
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    expect(started).toBe(4);
+    expect(runner.inFlight).toBe(4);
+    acks.open();
+    await until(() => runner.stats().done === 10 && runner.inFlight === 0, listeners);
+    expect(started).toBe(10);
+    await runner.stop(1000);
+  });
 });

@@ -9,7 +9,9 @@
  * ```
  *
  * - Concurrency is exact: the runner only asks the queue for as many messages as it has free
- *   slots, and in-flight never exceeds `concurrency`.
+ *   slots, and running handlers never exceed `concurrency`. A handler's slot frees when it
+ *   returns; its ack/nack (a round trip on a remote queue) completes outside the slot, and at
+ *   most `concurrency` settles are outstanding before the stage stops pulling.
  * - Backpressure comes from the handlers: a handler that waits on a full downstream topic
  *   keeps its slot, so the stage pulls less.
  * - Leases are extended by one timer per stage (not one per message): every third of the
@@ -70,6 +72,8 @@ export class StageRunner<T> {
   readonly #leaseMs: number;
   #concurrency: number;
   readonly #inFlight = new Set<Delivery<T>>();
+  /** Deliveries in `#inFlight` whose handler is done and whose ack/nack is on its way. */
+  #settling = 0;
   #started = 0;
   #done = 0;
   #failed = 0;
@@ -187,7 +191,7 @@ export class StageRunner<T> {
 
   async #run(): Promise<void> {
     while (this.#running) {
-      const free = this.#concurrency - this.#inFlight.size;
+      const free = this.#concurrency - this.#busy();
       if (this.#paused || free <= 0) {
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -272,11 +276,29 @@ export class StageRunner<T> {
     } else {
       this.#done++;
     }
-    await this.#settle(delivery, outcome);
+    // The handler's slot is free once it returned: on a remote queue the ack is a round trip,
+    // and holding the slot for it would spend the stage's concurrency (downloads, say) on
+    // waiting for the broker. The delivery stays in flight (leases, stop, idleness) until settled.
+    this.#settling++;
+    this.#wakeUp();
+    try {
+      await this.#settle(delivery, outcome);
+    } finally {
+      this.#settling--;
+    }
     this.#inFlight.delete(delivery);
     if (this.#inFlight.size === 0) this.#drained?.();
     this.#wakeUp();
     this.#options.onSettled();
+  }
+
+  /**
+   * Slots in use: running handlers, plus settling deliveries beyond one per slot — a broker that
+   * stops answering acks stops the stage from pulling more, instead of piling up settles.
+   */
+  #busy(): number {
+    const running = this.#inFlight.size - this.#settling;
+    return running + Math.max(0, this.#settling - this.#concurrency);
   }
 
   async #settle(delivery: Delivery<T>, outcome: HandlerResult): Promise<void> {
