@@ -43,6 +43,13 @@ export interface RunLedgerOptions {
   ttlMs?: number;
   /** Runs tracked at most; the oldest finished ones are forgotten first. @default 10000 */
   maxRuns?: number;
+  /**
+   * How long a "not stopped" answer from coordination is trusted before asking again: a stop
+   * made on another process takes effect here within this long. Every download, parse and
+   * admission asks, so asking coordination each time would put a round trip on every one of
+   * them. @default 250
+   */
+  stopRecheckMs?: number;
 }
 
 /** A join node whose predecessors all finished: fire its generate once. */
@@ -59,12 +66,19 @@ export class RunLedger {
   readonly #namespace: string;
   readonly #ttlMs: number;
   readonly #maxRuns: number;
+  readonly #stopRecheckMs: number;
+  /** Remote stop lookups per run × module: in flight (shared by every caller), or fresh until `until`. */
+  readonly #stopChecks = new Map<
+    string,
+    { until: number; pending: Promise<string | undefined> | undefined }
+  >();
 
   constructor(options: RunLedgerOptions = {}) {
     this.#coordination = options.coordination;
     this.#namespace = options.namespace ?? 'mocra';
     this.#ttlMs = options.ttlMs ?? 86_400_000;
     this.#maxRuns = options.maxRuns ?? 10_000;
+    this.#stopRecheckMs = Math.max(0, options.stopRecheckMs ?? 250);
   }
 
   /** Outstanding units of a node (for tests and stats). */
@@ -124,16 +138,34 @@ export class RunLedger {
 
   /** The stop reason when the run of the module was stopped (here or, with coordination, anywhere). */
   async stoppedReason(runId: string, module: string): Promise<string | undefined> {
-    const local = this.#stopped.get(key(runId, module));
-    if (local !== undefined || !this.#coordination || this.#coordination.kind === 'local') return local;
-    const remote = await this.#coordination.get(`${this.#namespace}:dag:stop:${runId}:${module}`);
-    if (remote !== undefined) this.#stopped.set(key(runId, module), remote);
-    return remote;
+    const k = key(runId, module);
+    const local = this.#stopped.get(k);
+    const coordination = this.#coordination;
+    if (local !== undefined || !coordination || coordination.kind === 'local') return local;
+    const check = this.#stopChecks.get(k);
+    if (check?.pending !== undefined) return check.pending;
+    if (check !== undefined && check.until > Date.now()) return undefined;
+    const pending = coordination.get(`${this.#namespace}:dag:stop:${runId}:${module}`).then(
+      (remote) => {
+        if (remote !== undefined) this.#stopped.set(k, remote);
+        this.#stopChecks.set(k, { until: Date.now() + this.#stopRecheckMs, pending: undefined });
+        return remote;
+      },
+      (err: unknown) => {
+        this.#stopChecks.delete(k); // the next caller asks again
+        throw err;
+      },
+    );
+    // A cache, not state: dropping it only costs lookups (bounded like the runs themselves).
+    if (this.#stopChecks.size >= this.#maxRuns) this.#stopChecks.clear();
+    this.#stopChecks.set(k, { until: 0, pending });
+    return pending;
   }
 
   /** Forgets everything about a run of a module (after it ended). */
   forget(runId: string, module: string): void {
     this.#runs.delete(key(runId, module));
+    this.#stopChecks.delete(key(runId, module));
   }
 
   #run(runId: string, module: string, graph: ModuleGraph): RunState {
