@@ -144,6 +144,18 @@ export function queueConformance(harness: QueueHarness): void {
       expect(await q.consume({ max: 5, waitMs: 150 })).toEqual([]);
     });
 
+    test('bad input is refused with MOCRA_ERR_INVALID_ARGUMENT and nothing of the batch goes in', async () => {
+      const { q } = await setup<number>();
+      const refused = (p: Promise<unknown>) =>
+        expect(p).rejects.toMatchObject({ code: 'MOCRA_ERR_INVALID_ARGUMENT' });
+      await refused(q.publish([{ payload: 1 }, { payload: 2, priority: Number.NaN }]));
+      await refused(q.publish([{ payload: 3, delayMs: -5 }]));
+      await refused(q.publish([{ payload: 4, priority: Number.POSITIVE_INFINITY }]));
+      await refused(q.consume({ max: 0, waitMs: 0 }));
+      // A bad message refuses its whole batch: the good one before it was not published either.
+      expect(await q.consume({ max: 5, waitMs: 0 })).toEqual([]);
+    });
+
     test('a waiting consumer is woken by a publish', async () => {
       const { q } = await setup<number>();
       const pending = collect(q, 1, R);

@@ -747,18 +747,23 @@ export class RaftCore {
         this.#readStates.push({ ctx: m.ctx, index: m.index });
         break;
       case 'read-index':
-        this.#send({
-          type: 'read-index-resp',
-          from: this.id,
-          to: m.from,
-          term: this.#term,
-          ctx: m.ctx,
-          index: -1,
-        });
+        this.#refuseReadIndex(m);
         break;
       default:
         break;
     }
+  }
+
+  /** Not the leader (or no leader known): answer a read-index request with index -1, "ask again". */
+  #refuseReadIndex(m: Extract<RaftMessage, { type: 'read-index' }>): void {
+    this.#send({
+      type: 'read-index-resp',
+      from: this.id,
+      to: m.from,
+      term: this.#term,
+      ctx: m.ctx,
+      index: -1,
+    });
   }
 
   #stepCandidate(m: RaftMessage): void {
@@ -785,14 +790,7 @@ export class RaftCore {
         break;
       }
       case 'read-index':
-        this.#send({
-          type: 'read-index-resp',
-          from: this.id,
-          to: m.from,
-          term: this.#term,
-          ctx: m.ctx,
-          index: -1,
-        });
+        this.#refuseReadIndex(m);
         break;
       default:
         break;

@@ -191,3 +191,27 @@ export class Request {
     return request;
   }
 }
+
+/**
+ * Request fields of `init` onto an existing request (a follow-up built from a link or a
+ * Request): headers and meta are merged, the other fields set when given. Routing fields
+ * (module, node, run, depth) are not the caller's to change here.
+ */
+export function applyRequestInit(
+  request: Request,
+  init: Omit<RequestInit, 'module' | 'node' | 'runId' | 'depth'>,
+): void {
+  if (init.method !== undefined) request.method = init.method.toUpperCase();
+  if (init.headers !== undefined) Object.assign(request.headers, init.headers);
+  if (init.body !== undefined) request.body = init.body;
+  if (init.meta !== undefined) Object.assign(request.meta, init.meta);
+  if (init.priority !== undefined) request.priority = init.priority;
+  if (init.timeoutMs !== undefined) request.timeoutMs = init.timeoutMs;
+  if (init.maxRedirects !== undefined) request.maxRedirects = init.maxRedirects;
+  if (init.skipDedup !== undefined) request.skipDedup = init.skipDedup;
+  if (init.dedupKey !== undefined) request.dedupKey = init.dedupKey;
+  if (init.account !== undefined) request.account = init.account;
+  if (init.downloader !== undefined) request.downloader = init.downloader;
+  if (init.proxy !== undefined) request.proxy = init.proxy;
+  if (init.middleware !== undefined) request.middleware = [...init.middleware];
+}

@@ -13,7 +13,7 @@ import {
   type EnqueueLinksResult,
   enqueueLinks,
 } from '../frontier/links/enqueue-links.js';
-import { PARSED_URL, Request, type RequestInit } from '../model/request.js';
+import { applyRequestInit, PARSED_URL, Request, type RequestInit } from '../model/request.js';
 import type { Response } from '../model/response.js';
 import type { Logger } from '../observability/logger.js';
 import type { LoginInfo } from '../session/session.js';
@@ -172,11 +172,11 @@ export class ParseContext<TItem = unknown> {
     if (typeof target === 'string') {
       // The common case (a link, no options) allocates nothing but the request.
       request = new Request(parsed.href);
-      if (options !== undefined) applyInit(request, options);
+      if (options !== undefined) applyRequestInit(request, options);
     } else {
       request = target;
       request.url = parsed.href;
-      if (options !== undefined) applyInit(request, options);
+      if (options !== undefined) applyRequestInit(request, options);
     }
     request[PARSED_URL] = parsed;
     request.depth = this.response.request.depth + 1;
@@ -195,21 +195,4 @@ export class ParseContext<TItem = unknown> {
   enqueueLinks(options?: EnqueueLinksOptions): EnqueueLinksResult {
     return enqueueLinks(this, options);
   }
-}
-
-/** Request fields of `options` onto `request` (routing fields are not request fields). */
-function applyInit(request: Request, init: FollowOptions): void {
-  if (init.method !== undefined) request.method = init.method.toUpperCase();
-  if (init.headers !== undefined) Object.assign(request.headers, init.headers);
-  if (init.body !== undefined) request.body = init.body;
-  if (init.meta !== undefined) Object.assign(request.meta, init.meta);
-  if (init.priority !== undefined) request.priority = init.priority;
-  if (init.timeoutMs !== undefined) request.timeoutMs = init.timeoutMs;
-  if (init.maxRedirects !== undefined) request.maxRedirects = init.maxRedirects;
-  if (init.skipDedup !== undefined) request.skipDedup = init.skipDedup;
-  if (init.dedupKey !== undefined) request.dedupKey = init.dedupKey;
-  if (init.account !== undefined) request.account = init.account;
-  if (init.downloader !== undefined) request.downloader = init.downloader;
-  if (init.proxy !== undefined) request.proxy = init.proxy;
-  if (init.middleware !== undefined) request.middleware = [...init.middleware];
 }

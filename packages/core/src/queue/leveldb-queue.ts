@@ -59,6 +59,7 @@ import {
   writeSeq,
 } from './leveldb-keys.js';
 import { type OpenedStore, openStore } from './leveldb-store.js';
+import { EarliestDeadlineTimer, MAX_TIMER_MS } from './timing.js';
 import { checkConsume, checkPublish, resolveTopicOptions } from './topic-options.js';
 import type {
   ConsumeOptions,
@@ -102,7 +103,6 @@ export interface LevelQueueBackendOptions {
 const FORMAT_JSON = 1;
 const FORMAT_MSGPACK = 2;
 const FLAG_GZIP = 0x10;
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const REFILL_CHUNK = 1024;
 const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const envelopePackr = new Packr({ useRecords: false, mapsAsObjects: true });
@@ -383,10 +383,20 @@ class LevelQueue<T> implements LeaseQueue<T> {
   #dlqSeq = 0;
   #waiters: Waiter<T>[] = [];
   #publishWaiters: { need: number; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  #delayTimer: NodeJS.Timeout | undefined;
-  #delayTimerAt = Number.POSITIVE_INFINITY;
-  #leaseTimer: NodeJS.Timeout | undefined;
-  #leaseTimerAt = Number.POSITIVE_INFINITY;
+  /** Promotes delayed messages when the earliest is due (keeps the process alive: work is pending). */
+  readonly #delayTimer = new EarliestDeadlineTimer(
+    () => this.#promoteDue(),
+    () => this.#now(),
+  );
+  /**
+   * Reclaims expired leases. Unref'd: a lease timer alone must not keep a finished process
+   * alive; a consumer that holds a lease is itself pending work and keeps the process up.
+   */
+  readonly #leaseTimer = new EarliestDeadlineTimer(
+    () => this.#reclaimExpired(),
+    () => this.#now(),
+    { unref: true },
+  );
   #seq = 0;
   #savedSeq = -1;
   #closed = false;
@@ -628,7 +638,12 @@ class LevelQueue<T> implements LeaseQueue<T> {
 
   consume(options: ConsumeOptions): Promise<Delivery<T>[]> {
     if (this.#closed) return Promise.resolve([]);
-    const max = checkConsume(this.name, options.max);
+    let max: number;
+    try {
+      max = checkConsume(this.name, options.max);
+    } catch (err) {
+      return Promise.reject(err); // a bad argument rejects, as from every other backend
+    }
     if (!this.#initDone) return this.#init.then(() => this.consume(options));
     const leaseMs = options.leaseMs ?? this.options.leaseMs;
     this.#reclaimExpired();
@@ -835,10 +850,8 @@ class LevelQueue<T> implements LeaseQueue<T> {
     this.#waiters = [];
     for (const p of this.#publishWaiters) p.reject(new QueueClosedError(this.name));
     this.#publishWaiters = [];
-    if (this.#delayTimer) clearTimeout(this.#delayTimer);
-    if (this.#leaseTimer) clearTimeout(this.#leaseTimer);
-    this.#delayTimer = undefined;
-    this.#leaseTimer = undefined;
+    this.#delayTimer.clear();
+    this.#leaseTimer.clear();
   }
 
   // ── settle (called by LevelDelivery) ───────────────────────────────────────
@@ -1286,36 +1299,11 @@ class LevelQueue<T> implements LeaseQueue<T> {
   }
 
   #armDelayTimer(): void {
-    const at = this.#delayed.peekKey();
-    if (at === undefined || this.#closed) return;
-    if (this.#delayTimer && at >= this.#delayTimerAt) return;
-    if (this.#delayTimer) clearTimeout(this.#delayTimer);
-    this.#delayTimerAt = at;
-    this.#delayTimer = setTimeout(
-      () => {
-        this.#delayTimer = undefined;
-        this.#delayTimerAt = Number.POSITIVE_INFINITY;
-        this.#promoteDue();
-      },
-      Math.min(Math.max(0, at - this.#now()), MAX_TIMER_MS),
-    );
+    if (!this.#closed) this.#delayTimer.arm(this.#delayed.peekKey());
   }
 
   #armLeaseTimer(): void {
-    const at = this.#leases.peekKey();
-    if (at === undefined || this.#closed) return;
-    if (this.#leaseTimer && at >= this.#leaseTimerAt) return;
-    if (this.#leaseTimer) clearTimeout(this.#leaseTimer);
-    this.#leaseTimerAt = at;
-    this.#leaseTimer = setTimeout(
-      () => {
-        this.#leaseTimer = undefined;
-        this.#leaseTimerAt = Number.POSITIVE_INFINITY;
-        this.#reclaimExpired();
-      },
-      Math.min(Math.max(0, at - this.#now()), MAX_TIMER_MS),
-    );
-    this.#leaseTimer.unref();
+    if (!this.#closed) this.#leaseTimer.arm(this.#leases.peekKey());
   }
 }
 

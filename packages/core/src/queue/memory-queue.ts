@@ -18,22 +18,24 @@
  * increases on every delivery, so a settle call from an older delivery (whose lease lapsed and
  * whose message went to someone else) is refused with LeaseExpiredError.
  */
-import { InvalidArgumentError, LeaseExpiredError, QueueClosedError } from '../errors.js';
+import { LeaseExpiredError, QueueClosedError } from '../errors.js';
 import { publishBackpressure } from './channels.js';
+import { matchesDeadLetterFilter, pageOf } from './dead-letter-filter.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
-import {
-  type ConsumeOptions,
-  DEFAULT_TOPIC_OPTIONS,
-  type DeadLetter,
-  type DeadLetterFilter,
-  type DeadLetterQueue,
-  type Delivery,
-  type LeaseQueue,
-  type PublishMessage,
-  type QueueBackend,
-  type QueueStats,
-  type TopicOptions,
+import { EarliestDeadlineTimer, MAX_TIMER_MS } from './timing.js';
+import { checkConsume, checkPublish, resolveTopicOptions } from './topic-options.js';
+import type {
+  ConsumeOptions,
+  DeadLetter,
+  DeadLetterFilter,
+  DeadLetterQueue,
+  Delivery,
+  LeaseQueue,
+  PublishMessage,
+  QueueBackend,
+  QueueStats,
+  TopicOptions,
 } from './types.js';
 
 export interface MemoryQueueBackendOptions {
@@ -69,7 +71,6 @@ interface Waiter<T> {
   cleanup: () => void;
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 export function createMemoryQueueBackend(options: MemoryQueueBackendOptions = {}): QueueBackend {
@@ -106,24 +107,6 @@ export class MemoryQueueBackend implements QueueBackend {
   }
 }
 
-function validateOptions(name: string, options: TopicOptions): Required<TopicOptions> {
-  const merged = { ...DEFAULT_TOPIC_OPTIONS, ...stripUndefined(options) };
-  if (!Number.isInteger(merged.maxDeliveries) || merged.maxDeliveries < 1) {
-    throw new InvalidArgumentError(
-      `topic '${name}': maxDeliveries must be an integer ≥ 1, got ${merged.maxDeliveries}`,
-    );
-  }
-  if (!(merged.leaseMs > 0))
-    throw new InvalidArgumentError(`topic '${name}': leaseMs must be > 0, got ${merged.leaseMs}`);
-  if (!(merged.capacity >= 1))
-    throw new InvalidArgumentError(`topic '${name}': capacity must be ≥ 1, got ${merged.capacity}`);
-  return merged;
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
 class MemoryQueue<T> implements LeaseQueue<T> {
   readonly name: string;
   readonly options: Readonly<Required<TopicOptions>>;
@@ -141,17 +124,27 @@ class MemoryQueue<T> implements LeaseQueue<T> {
   readonly #dlq = new Map<string, DeadLetter<T>>();
   #waiters: Waiter<T>[] = [];
   #publishWaiters: { need: number; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  #delayTimer: NodeJS.Timeout | undefined;
-  #delayTimerAt = Number.POSITIVE_INFINITY;
-  #leaseTimer: NodeJS.Timeout | undefined;
-  #leaseTimerAt = Number.POSITIVE_INFINITY;
+  /** Promotes delayed messages when the earliest is due (keeps the process alive: work is pending). */
+  readonly #delayTimer = new EarliestDeadlineTimer(
+    () => this.#promoteDue(),
+    () => this.#now(),
+  );
+  /**
+   * Reclaims expired leases. Unref'd: a lease timer alone must not keep a finished process
+   * alive; a consumer that holds a lease is itself pending work and keeps the process up.
+   */
+  readonly #leaseTimer = new EarliestDeadlineTimer(
+    () => this.#reclaimExpired(),
+    () => this.#now(),
+    { unref: true },
+  );
   #seq = 0;
   #dlqSeq = 0;
   #closed = false;
 
   constructor(name: string, options: TopicOptions, now: () => number) {
     this.name = name;
-    this.options = Object.freeze(validateOptions(name, options));
+    this.options = Object.freeze(resolveTopicOptions(name, undefined, options));
     this.#now = now;
     this.deadLetters = new MemoryDeadLetters(this);
   }
@@ -163,6 +156,8 @@ class MemoryQueue<T> implements LeaseQueue<T> {
   async publish(messages: readonly PublishMessage<T>[]): Promise<void> {
     if (this.#closed) throw new QueueClosedError(this.name);
     if (messages.length === 0) return;
+    // The whole batch is checked before any of it goes in (a NaN priority would break the heap).
+    for (const m of messages) checkPublish(this.name, m.priority, m.delayMs);
     // Backpressure: wait until the whole batch fits (a batch larger than the capacity waits
     // for an empty topic, then goes in, so it can never wait forever).
     const need = Math.min(messages.length, this.options.capacity);
@@ -195,7 +190,12 @@ class MemoryQueue<T> implements LeaseQueue<T> {
 
   consume(options: ConsumeOptions): Promise<Delivery<T>[]> {
     if (this.#closed) return Promise.resolve([]);
-    const max = Math.max(1, Math.floor(options.max));
+    let max: number;
+    try {
+      max = checkConsume(this.name, options.max);
+    } catch (err) {
+      return Promise.reject(err); // a bad argument rejects, as from every other backend
+    }
     const leaseMs = options.leaseMs ?? this.options.leaseMs;
     this.#reclaimExpired();
     this.#promoteDue();
@@ -248,10 +248,8 @@ class MemoryQueue<T> implements LeaseQueue<T> {
     this.#waiters = [];
     for (const p of this.#publishWaiters) p.reject(new QueueClosedError(this.name));
     this.#publishWaiters = [];
-    if (this.#delayTimer) clearTimeout(this.#delayTimer);
-    if (this.#leaseTimer) clearTimeout(this.#leaseTimer);
-    this.#delayTimer = undefined;
-    this.#leaseTimer = undefined;
+    this.#delayTimer.clear();
+    this.#leaseTimer.clear();
   }
 
   // ── settle operations (called by MemoryDelivery) ────────────────────────────
@@ -459,38 +457,11 @@ class MemoryQueue<T> implements LeaseQueue<T> {
   }
 
   #armDelayTimer(): void {
-    const at = this.#delayed.peekKey();
-    if (at === undefined || this.#closed) return;
-    if (this.#delayTimer && at >= this.#delayTimerAt) return;
-    if (this.#delayTimer) clearTimeout(this.#delayTimer);
-    this.#delayTimerAt = at;
-    this.#delayTimer = setTimeout(
-      () => {
-        this.#delayTimer = undefined;
-        this.#delayTimerAt = Number.POSITIVE_INFINITY;
-        this.#promoteDue();
-      },
-      Math.min(Math.max(0, at - this.#now()), MAX_TIMER_MS),
-    );
+    if (!this.#closed) this.#delayTimer.arm(this.#delayed.peekKey());
   }
 
   #armLeaseTimer(): void {
-    const at = this.#leases.peekKey();
-    if (at === undefined || this.#closed) return;
-    if (this.#leaseTimer && at >= this.#leaseTimerAt) return;
-    if (this.#leaseTimer) clearTimeout(this.#leaseTimer);
-    this.#leaseTimerAt = at;
-    this.#leaseTimer = setTimeout(
-      () => {
-        this.#leaseTimer = undefined;
-        this.#leaseTimerAt = Number.POSITIVE_INFINITY;
-        this.#reclaimExpired();
-      },
-      Math.min(Math.max(0, at - this.#now()), MAX_TIMER_MS),
-    );
-    // A lease timer alone must not keep a finished process alive: a consumer that holds a
-    // lease is itself pending work and keeps the process up.
-    this.#leaseTimer.unref();
+    if (!this.#closed) this.#leaseTimer.arm(this.#leases.peekKey());
   }
 }
 
@@ -550,14 +521,6 @@ class MemoryDelivery<T> implements Delivery<T> {
   }
 }
 
-function matches(letter: DeadLetter<unknown>, filter: DeadLetterFilter | undefined): boolean {
-  if (!filter) return true;
-  if (filter.ids && !filter.ids.includes(letter.id)) return false;
-  if (filter.reasonIncludes !== undefined && !letter.reason.includes(filter.reasonIncludes)) return false;
-  if (filter.since !== undefined && letter.deadLetteredAt < filter.since) return false;
-  return true;
-}
-
 class MemoryDeadLetters<T> implements DeadLetterQueue<T> {
   readonly #queue: MemoryQueue<T>;
 
@@ -568,17 +531,9 @@ class MemoryDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const offset = options.offset ?? 0;
-    const limit = options.limit ?? 100;
-    const out: DeadLetter<T>[] = [];
-    let skipped = 0;
-    for (const letter of this.#queue.deadLetterEntries().values()) {
-      if (!matches(letter, options.filter)) continue;
-      if (skipped++ < offset) continue;
-      if (out.length >= limit) break;
-      out.push(letter);
-    }
-    return out;
+    const letters = [...this.#queue.deadLetterEntries().values()];
+    const matching = letters.filter((letter) => matchesDeadLetterFilter(letter, options.filter));
+    return pageOf(matching, options.offset, options.limit);
   }
 
   async get(id: string): Promise<DeadLetter<T> | undefined> {
@@ -589,7 +544,7 @@ class MemoryDeadLetters<T> implements DeadLetterQueue<T> {
     const entries = this.#queue.deadLetterEntries();
     let n = 0;
     for (const [id, letter] of [...entries]) {
-      if (!matches(letter, filter)) continue;
+      if (!matchesDeadLetterFilter(letter, filter)) continue;
       entries.delete(id);
       this.#queue.republish(letter);
       n++;
@@ -601,7 +556,7 @@ class MemoryDeadLetters<T> implements DeadLetterQueue<T> {
     const entries = this.#queue.deadLetterEntries();
     let n = 0;
     for (const [id, letter] of [...entries]) {
-      if (!matches(letter, filter)) continue;
+      if (!matchesDeadLetterFilter(letter, filter)) continue;
       entries.delete(id);
       n++;
     }

@@ -7,7 +7,7 @@
  * Responses that are not HTML (a Content-Type that names neither html nor xml) have no links
  * to enqueue.
  */
-import { PARSED_URL, Request, type RequestInit } from '../../model/request.js';
+import { applyRequestInit, PARSED_URL, Request } from '../../model/request.js';
 import type { Response } from '../../model/response.js';
 import { type LinkPlan, linkPlannerFor, type PlanLinksOptions } from './plan-links.js';
 
@@ -57,7 +57,7 @@ export function enqueueLinks(cx: LinkSink, options?: EnqueueLinksOptions): Enque
   });
   for (const target of plan.targets) {
     const request = new Request(target.url);
-    applyInit(request, target.request);
+    applyRequestInit(request, target.request);
     if (target.label !== undefined) request.meta.label = target.label;
     request.depth = target.depth;
     // The planner parsed the URL already; admission reuses it while `url` is unchanged.
@@ -65,20 +65,4 @@ export function enqueueLinks(cx: LinkSink, options?: EnqueueLinksOptions): Enque
     cx.follows.push({ request, module: options?.module, node: target.node });
   }
   return { enqueued: plan.targets.length, found: plan.found, title: plan.title, dropped: plan.dropped };
-}
-
-function applyInit(request: Request, init: RequestInit): void {
-  if (init.method !== undefined) request.method = init.method.toUpperCase();
-  if (init.headers !== undefined) Object.assign(request.headers, init.headers);
-  if (init.body !== undefined) request.body = init.body;
-  if (init.meta !== undefined) Object.assign(request.meta, init.meta);
-  if (init.priority !== undefined) request.priority = init.priority;
-  if (init.timeoutMs !== undefined) request.timeoutMs = init.timeoutMs;
-  if (init.maxRedirects !== undefined) request.maxRedirects = init.maxRedirects;
-  if (init.skipDedup !== undefined) request.skipDedup = init.skipDedup;
-  if (init.dedupKey !== undefined) request.dedupKey = init.dedupKey;
-  if (init.account !== undefined) request.account = init.account;
-  if (init.downloader !== undefined) request.downloader = init.downloader;
-  if (init.proxy !== undefined) request.proxy = init.proxy;
-  if (init.middleware !== undefined) request.middleware = [...init.middleware];
 }
