@@ -56,9 +56,15 @@ const cases: Case[] = [
 const only = process.env.CASES?.split(',').map((s) => s.trim());
 const selected = cases.filter((c) => !only || only.includes(`${c.name.split(',')[0]}-${c.processes}`));
 
+// BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every crawler process there (to see where a
+// backend's time goes); it slows the crawlers, so its figures are not the benchmark's.
+const profileArgs = process.env.BENCH_CPU_PROF
+  ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`]
+  : [];
+
 function run(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, ...profileArgs, ...args], {
       cwd: root,
       env: { ...process.env, MOCRA_LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],

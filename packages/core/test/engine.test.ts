@@ -315,26 +315,42 @@ describe('Engine: failures are reported with typed errors and the crawl goes on'
     expect(summary.reason).toBe('idle');
   });
 
-  test('a sink that throws is retried; items keep their ids across the retry', async () => {
-    let failures = 0;
-    const written: string[] = [];
-    const sink: DataSink<Page> = {
-      write(item, meta) {
-        if (item.path === '0-2' && failures < 1) {
-          failures++;
-          throw new Error('disk full');
-        }
-        written.push(meta.itemId);
-      },
-    };
-    const { events, options } = errorsOf();
-    const summary = await engine(options).register(treeModule('sinky'), sink).run();
-    expect(events.map((e) => [e.event.code, e.decision.action])).toEqual([
-      ['MOCRA_ERR_SINK_FAILED', 'retry'],
-    ]);
-    expect(summary.items).toBe(TREE_PAGES);
-    expect(new Set(written).size).toBe(TREE_PAGES);
-  });
+  // A parse-stage failure retries the parse from the response (through the response topic),
+  // not the download: also when the response was parsed where it was downloaded.
+  test.each([false, true])(
+    'a sink that throws is retried from the response, not fetched again; items keep their ids (parseWhereDownloaded %s)',
+    async (parseWhereDownloaded) => {
+      let failures = 0;
+      const written: string[] = [];
+      const sink: DataSink<Page> = {
+        write(item, meta) {
+          if (item.path === '0-2' && failures < 1) {
+            failures++;
+            throw new Error('disk full');
+          }
+          written.push(meta.itemId);
+        },
+      };
+      const fetched: string[] = [];
+      const listener = (msg: unknown) => fetched.push((msg as { request: Request }).request.url);
+      diagnostics_channel.subscribe('mocra:downloader:request', listener);
+      try {
+        const { events, options } = errorsOf();
+        const summary = await engine({ ...options, parseWhereDownloaded })
+          .register(treeModule('sinky'), sink)
+          .run();
+        expect(events.map((e) => [e.event.code, e.decision.action])).toEqual([
+          ['MOCRA_ERR_SINK_FAILED', 'retry'],
+        ]);
+        expect(summary.items).toBe(TREE_PAGES);
+        expect(new Set(written).size).toBe(TREE_PAGES);
+        expect(fetched.filter((u) => u.endsWith('/t/0-2'))).toHaveLength(1);
+        expect(fetched).toHaveLength(TREE_PAGES);
+      } finally {
+        diagnostics_channel.unsubscribe('mocra:downloader:request', listener);
+      }
+    },
+  );
 
   test('invalid seed and follow URLs are reported as MOCRA_ERR_INVALID_URL', async () => {
     const { events, options } = errorsOf();
@@ -508,48 +524,64 @@ describe('Engine: control', () => {
     bad(() => e.register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect()));
   });
 
-  test('backpressure: a blocked sink stops downloads once the response topic is full', async () => {
-    let release!: () => void;
-    const blocked = new Promise<void>((r) => {
-      release = r;
-    });
-    const started: string[] = [];
-    const listener = (msg: unknown) => started.push((msg as { request: Request }).request.url);
-    diagnostics_channel.subscribe('mocra:downloader:request', listener);
-    // Pages of depth 0 and 1 go through (they discover 9 pages of depth 2); the first page of
-    // depth 2 blocks in the sink.
-    const sink: DataSink<Page> = {
-      write: (item) => (item.path.split('-').length >= 3 ? blocked : undefined),
-    };
-    const e = engine({
-      concurrency: 4,
-      stages: { parse: 1 },
-      topics: { response: { capacity: 2 } },
-    }).register(treeModule('pressure'), sink);
-    try {
-      const running = e.run();
-      // Steady state: parse holds one response (blocked in the sink), one waits on the topic,
-      // four downloads wait to publish theirs.
-      for (;;) {
+  // Parsed where downloaded (the default), the response being parsed never enters the topic and
+  // its download stays in flight (leased) until the parse is done: one more download in flight,
+  // and the topic holds two responses instead of one beside the parse. Either way, once
+  // everything is full no download starts although work is waiting.
+  test.each([
+    { parseWhereDownloaded: false, downloading: 4, held: 1 },
+    { parseWhereDownloaded: true, downloading: 5, held: 2 },
+  ])(
+    'backpressure: a blocked sink stops downloads once the response topic is full (parseWhereDownloaded $parseWhereDownloaded)',
+    async ({ parseWhereDownloaded, downloading, held }) => {
+      let release!: () => void;
+      const blocked = new Promise<void>((r) => {
+        release = r;
+      });
+      const started: string[] = [];
+      const listener = (msg: unknown) => started.push((msg as { request: Request }).request.url);
+      diagnostics_channel.subscribe('mocra:downloader:request', listener);
+      // Pages of depth 0–2 go through; the first leaf (depth 3) parsed blocks in the sink. The
+      // request queue is FIFO, so by then every page of depth ≤ 2 has started, and each parsed
+      // page of depth 2 discovered three leaves: more are discovered than can have started.
+      const sink: DataSink<Page> = {
+        write: (item) => (item.path.split('-').length >= 4 ? blocked : undefined),
+      };
+      const e = engine({
+        concurrency: 4,
+        stages: { parse: 1 },
+        topics: { response: { capacity: 2 } },
+        parseWhereDownloaded,
+      }).register(treeModule('pressure'), sink);
+      try {
+        const running = e.run();
+        // Steady state: parse holds one response (blocked in the sink), `held` more wait on the
+        // topic, four downloads wait to publish theirs.
+        for (;;) {
+          const s = await e.stats();
+          if (
+            s.stages.download.inFlight === downloading &&
+            s.stages.parse.inFlight === 1 &&
+            started.length === s.stages.parse.done + 1 + held + 4
+          )
+            break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        const atSteadyState = started.length;
+        await new Promise((r) => setTimeout(r, 150));
         const s = await e.stats();
-        if (s.stages.download.inFlight === 4 && s.stages.parse.inFlight === 1 && s.stages.parse.queued === 1)
-          break;
-        await new Promise((r) => setTimeout(r, 10));
+        // Work is waiting, yet no download starts: each started one is parsed, held by parse,
+        // waiting on the full response topic, or blocked publishing to it.
+        expect(s.stages.download.queued).toBeGreaterThan(0);
+        expect(started.length).toBe(atSteadyState);
+        expect(atSteadyState).toBe(s.stages.parse.done + 1 + held + 4);
+        release();
+        const summary = await running;
+        expect(summary).toMatchObject({ reason: 'idle', pages: TREE_PAGES, items: TREE_PAGES });
+      } finally {
+        diagnostics_channel.unsubscribe('mocra:downloader:request', listener);
+        release();
       }
-      const atSteadyState = started.length;
-      await new Promise((r) => setTimeout(r, 150));
-      const s = await e.stats();
-      // Work is waiting, yet no download starts: each started one is parsed, held by parse,
-      // waiting on the full response topic, or blocked publishing to it.
-      expect(s.stages.download.queued).toBeGreaterThan(0);
-      expect(started.length).toBe(atSteadyState);
-      expect(atSteadyState).toBe(s.stages.parse.done + 1 + 1 + 4);
-      release();
-      const summary = await running;
-      expect(summary).toMatchObject({ reason: 'idle', pages: TREE_PAGES, items: TREE_PAGES });
-    } finally {
-      diagnostics_channel.unsubscribe('mocra:downloader:request', listener);
-      release();
-    }
-  });
+    },
+  );
 });

@@ -117,40 +117,51 @@ max_deliveries = 3
 });
 
 describe('a distributed run at its edges', () => {
-  test('a page too large for the broker is dead-lettered with a clear error; the crawl goes on and ends', async () => {
-    const namespace = ns();
-    const parsed: string[] = [];
-    const spider = defineSpider<string>({
-      name: 'sizes',
-      // A 6-page graph of 1 KB pages, and a one-page graph whose page is 20 KB.
-      startUrls: [`${site.url}/graph/6/2/1000/0`, `${site.url}/graph/1/1/20000/0`],
-      parse(res, cx) {
-        parsed.push(new URL(res.url).pathname);
-        for (const a of res.$('ul.links a').toArray()) cx.follow(a.attribs.href!);
-        cx.emit(res.url);
-      },
-    });
-    const summary = await Mocra.builder()
-      .spider(spider, () => {})
-      .queue(NATS_URL)
-      .coordination('local://')
-      .cluster({
-        namespace,
-        queueOptions: {
-          maxPayloadBytes: 8_192,
-          codec: { compressThresholdBytes: 0 },
-          nats: { storage: 'memory' },
+  // Parsed where downloaded (the default), a response never crosses the broker, so a page of any
+  // size the downloader accepts is parsed; sent through the broker, the 20 KB page is refused
+  // by it and dead-lettered with a clear error, and the crawl goes on.
+  test.each([
+    { parseWhereDownloaded: false, parsedPages: 6, errors: { MOCRA_ERR_PAYLOAD_TOO_LARGE: 1 }, dead: 1 },
+    { parseWhereDownloaded: true, parsedPages: 7, errors: {}, dead: 0 },
+  ])(
+    'a page too large for the broker (parseWhereDownloaded $parseWhereDownloaded): dead-lettered with a clear error when it must cross the broker; the crawl goes on and ends',
+    async ({ parseWhereDownloaded, parsedPages, errors, dead }) => {
+      const namespace = ns();
+      const parsed: string[] = [];
+      const spider = defineSpider<string>({
+        name: 'sizes',
+        // A 6-page graph of 1 KB pages, and a one-page graph whose page is 20 KB.
+        startUrls: [`${site.url}/graph/6/2/1000/0`, `${site.url}/graph/1/1/20000/0`],
+        parse(res, cx) {
+          parsed.push(new URL(res.url).pathname);
+          for (const a of res.$('ul.links a').toArray()) cx.follow(a.attribs.href!);
+          cx.emit(res.url);
         },
-        completion: { pollMs: 50, checkEveryMs: 100 },
-      })
-      .handleSignals(false)
-      .run();
-    expect(summary.reason).toBe('idle');
-    expect(summary.errorsByCode).toEqual({ MOCRA_ERR_PAYLOAD_TOO_LARGE: 1 });
-    expect(summary.deadLettered).toBe(1);
-    expect(parsed.sort()).toEqual(Array.from({ length: 6 }, (_, i) => `/graph/6/2/1000/${i}`).sort());
-    expect(summary.items).toBe(6);
-  });
+      });
+      const summary = await Mocra.builder()
+        .spider(spider, () => {})
+        .queue(NATS_URL)
+        .coordination('local://')
+        .cluster({
+          namespace,
+          queueOptions: {
+            maxPayloadBytes: 8_192,
+            codec: { compressThresholdBytes: 0 },
+            nats: { storage: 'memory' },
+          },
+          completion: { pollMs: 50, checkEveryMs: 100 },
+        })
+        .engineOptions({ parseWhereDownloaded })
+        .handleSignals(false)
+        .run();
+      expect(summary.reason).toBe('idle');
+      expect(summary.errorsByCode).toEqual(errors);
+      expect(summary.deadLettered).toBe(dead);
+      const small = Array.from({ length: 6 }, (_, i) => `/graph/6/2/1000/${i}`);
+      expect(parsed.sort()).toEqual((parsedPages === 7 ? [...small, '/graph/1/1/20000/0'] : small).sort());
+      expect(summary.items).toBe(parsedPages);
+    },
+  );
 
   test('a finished run stays finished: a process started later ends at once; a new run id crawls again', async () => {
     const namespace = ns();

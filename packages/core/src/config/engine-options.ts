@@ -5,6 +5,7 @@
  * ```
  *   name                      → namespace          crawler.*_concurrency → stages (live)
  *   crawler.shutdown_timeout  → shutdownTimeoutMs  crawler.auto_seed     → autoSeed
+ *   crawler.parse_where_downloaded → parseWhereDownloaded
  *   download.*                → download (HttpDownloaderOptions)
  *   frontier.*                → frontier           retry.*, policy.*     → retry, recovery
  *   logger.level              → logLevel (live)    scheduler.*           → cron (misfire live)
@@ -51,6 +52,7 @@ export function engineOptionsFromConfig(
     concurrency: c.task_concurrency,
     shutdownTimeoutMs: c.shutdown_timeout_ms,
     autoSeed: c.auto_seed,
+    parseWhereDownloaded: c.parse_where_downloaded,
     download: {
       ...(d.user_agent === undefined ? {} : { userAgent: d.user_agent }),
       headers: d.headers,

@@ -176,6 +176,11 @@ const crawler = z
         'Error score of a module at which it is terminated (0: no limit; each success forgives 10 %). Unset: 1000.',
       upstream: 'crawler.module_max_errors',
     }),
+    parse_where_downloaded: key(z.boolean().default(true), {
+      live: false,
+      description:
+        'Parse a response in the process that downloaded it while its parse stage has a free slot, instead of sending it through the `response` queue (the request is acked after its parse). `false`: every response crosses the queue, e.g. to parse on other machines than the ones that download.',
+    }),
     auto_seed: key(z.boolean().default(true), {
       live: false,
       description:

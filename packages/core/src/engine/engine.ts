@@ -106,6 +106,7 @@ import { EngineStore } from '../store/engine-store.js';
 import { type EngineStoreOptions, resolveEngineStoreOptions } from '../store/options.js';
 import { type EngineDeadLetters, REPLAYED_HEADER } from './dead-letters.js';
 import { splitFollowUps } from './inline-follow-ups.js';
+import { LocalDelivery } from './local-delivery.js';
 import { ClaimingDeduplicator, persistPaths, RecoveryJournal } from './persistence.js';
 import { EngineRecovery, type PolicyStats, policyFieldsOf, type WatchdogTimeouts } from './recovery.js';
 import { type HandlerResult, StageRunner } from './stage-runner.js';
@@ -174,6 +175,16 @@ export interface EngineOptions {
   /** Handlers per stage (overrides `concurrency` for download). */
   stages?: StageConcurrency;
   topics?: EngineTopicOptions;
+  /**
+   * Parse a response in the process that downloaded it while its parse stage has a free slot,
+   * instead of sending it through the `response` topic (it still goes there when the parse
+   * stage is full, paused or stopping, and for streamed responses). Saves a broker round trip
+   * per page and the body's trip through the broker; the request is acked after its parse.
+   * `false`: every response crosses the topic (say, to parse on other machines than the ones
+   * that download). A run with `persist` always sends responses through its on-disk topic: a
+   * page whose items were written must not be fetched again after a crash. @default true
+   */
+  parseWhereDownloaded?: boolean;
   /**
    * What to do with failures. @default a RecoveryPolicy (policy table, error thresholds, circuit
    * breakers; docs/error-handling.md) built from `recovery` and `retry`
@@ -343,6 +354,7 @@ export class Engine {
   readonly #runners = new Map<StageName, StageRunner<unknown>>();
   readonly #concurrency: Record<StageName, number>;
   readonly #debug: boolean;
+  readonly #parseWhereDownloaded: boolean;
   #state: EngineState = 'created';
   #paused = false;
   #startedAt: number | undefined;
@@ -376,6 +388,9 @@ export class Engine {
     };
     const persisted = options.persist === undefined ? undefined : persistPaths(options.persist);
     this.#journal = persisted === undefined ? undefined : new RecoveryJournal(persisted.journal);
+    // A persisted run promises that a page whose items were written is never fetched again after
+    // a crash: its response must be on disk (the response topic) before the parse writes items.
+    this.#parseWhereDownloaded = (options.parseWhereDownloaded ?? true) && this.#journal === undefined;
     this.#backend =
       options.queue ??
       (persisted === undefined
@@ -1071,19 +1086,31 @@ export class Engine {
       );
     }
     this.#policy.succeeded?.('download', { ...workOf(request), status: response.status });
-    await this.#publishResponse(delivery, request, response);
+    this.#countResponse(request, response);
+    if (this.#parseWhereDownloaded) {
+      // Parsed here when the parse stage has a free slot: no broker round trip, the body never
+      // leaves the process. The request stays leased until the parse is done, so a crash in
+      // between fetches it again instead of losing the page. (docs/architecture.md#two-hops-that-stay-in-the-process)
+      const local = new LocalDelivery(this.#topics.response, {
+        id: `${delivery.id}>parse`,
+        payload: response,
+        priority: delivery.priority,
+        key: delivery.key,
+      });
+      if (this.#runners.get('parse')?.runHere(local)) return { settleAfter: local.settled };
+    }
+    await this.#publishResponse(delivery, response);
     return undefined;
   }
 
-  async #publishResponse(
-    delivery: Delivery<Request | RequestData>,
-    request: Request,
-    response: Response,
-  ): Promise<void> {
+  #countResponse(request: Request, response: Response): void {
     this.#counters.pages++;
     this.#counters.bytes += response.body.length;
     this.#db?.counted(request.runId, request.module, 'requests');
     if (channels.response.hasSubscribers) channels.response.publish({ request, response });
+  }
+
+  async #publishResponse(delivery: Delivery<Request | RequestData>, response: Response): Promise<void> {
     await this.#topics.response.publish([
       { payload: response, priority: delivery.priority, ...keyOf(delivery.key) },
     ]);
@@ -1114,7 +1141,8 @@ export class Engine {
     try {
       await this.downloads.stream(downloader, request, module, signal, async (response) => {
         leave({ status: response.status });
-        await this.#publishResponse(delivery, request, response);
+        this.#countResponse(request, response);
+        await this.#publishResponse(delivery, response);
       });
     } catch (err) {
       leave({ error: err });

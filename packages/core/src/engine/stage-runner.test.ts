@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { createMemoryQueueBackend } from '../queue/memory-queue.js';
 import type { Delivery, LeaseQueue } from '../queue/types.js';
+import { LocalDelivery } from './local-delivery.js';
 import { type HandlerResult, StageRunner, type StageRunnerOptions } from './stage-runner.js';
 
 /** A promise with its resolver, to hold handlers until the test lets them go. */
@@ -242,5 +243,147 @@ describe('StageRunner', () => {
     await until(() => runner.stats().done === 10 && runner.inFlight === 0, listeners);
     expect(started).toBe(10);
     await runner.stop(1000);
+  });
+
+  test('runHere runs work made in this process under the same concurrency; refused when full, paused or stopped', async () => {
+    const hold = gate();
+    let running = 0;
+    let peak = 0;
+    const handled: number[] = [];
+    const { queue, runner, listeners, ready } = setup(0, {
+      concurrency: 2,
+      handle: async (d: Delivery<number>) => {
+        running++;
+        peak = Math.max(peak, running);
+        await hold.promise;
+        handled.push(d.payload);
+        running--;
+        return undefined;
+      },
+    });
+    await ready;
+    const local = (n: number) =>
+      new LocalDelivery(queue, { id: `l${n}`, payload: n, priority: 0, key: undefined });
+    expect(runner.runHere(local(0))).toBe(false); // not started yet
+    runner.start();
+    const a = local(1);
+    const b = local(2);
+    expect(runner.runHere(a)).toBe(true);
+    expect(runner.runHere(b)).toBe(true);
+    expect(runner.runHere(local(3))).toBe(false); // both slots busy: the caller publishes instead
+    expect(runner.stats().inFlight).toBe(2);
+    hold.open();
+    await Promise.all([a.settled, b.settled]);
+    await until(() => runner.stats().done === 2, listeners);
+    expect(handled.sort()).toEqual([1, 2]);
+    expect(peak).toBe(2);
+    runner.pause();
+    expect(runner.runHere(local(4))).toBe(false);
+    runner.resume();
+    await runner.stop(1000);
+    expect(runner.runHere(local(5))).toBe(false);
+    // Nothing of the local work ever touched the topic.
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0 });
+  });
+
+  test('concurrency stays exact when local work takes the slots a pending consume asked for', async () => {
+    const hold = gate();
+    let running = 0;
+    let peak = 0;
+    const { queue, runner, listeners } = setup(0, {
+      concurrency: 2,
+      handle: async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await hold.promise;
+        running--;
+        return undefined;
+      },
+    });
+    runner.start();
+    // The idle runner waits in a consume for 2 messages; local work then takes both slots.
+    await new Promise((r) => setImmediate(r));
+    const locals = [1, 2].map(
+      (n) => new LocalDelivery(queue, { id: `l${n}`, payload: n, priority: 0, key: undefined }),
+    );
+    for (const l of locals) expect(runner.runHere(l)).toBe(true);
+    await queue.publish([{ payload: 10 }, { payload: 11 }]);
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    // The consume returned both messages: they wait (leased), they do not run beside the locals.
+    expect(running).toBe(2);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 2 });
+    expect(
+      runner.runHere(new LocalDelivery(queue, { id: 'l3', payload: 3, priority: 0, key: undefined })),
+    ).toBe(false);
+    hold.open();
+    await until(() => runner.stats().done === 4, listeners);
+    expect(peak).toBe(2);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0 });
+    await runner.stop(1000);
+  });
+
+  test('settleAfter: the slot frees at once, the delivery is acked when the hand-off is done and put back when it fails', async () => {
+    const handOffs: { open: () => void; fail: (err: Error) => void }[] = [];
+    const { queue, runner, listeners, ready, internal } = setup(2, {
+      concurrency: 1,
+      handle: (): HandlerResult => {
+        let open!: () => void;
+        let fail!: (err: Error) => void;
+        const settleAfter = new Promise<void>((resolve, reject) => {
+          open = resolve;
+          fail = reject;
+        });
+        handOffs.push({ open, fail });
+        return { settleAfter };
+      },
+    });
+    await ready;
+    runner.start();
+    // Both handlers ran with one slot: the first one's slot freed while its hand-off runs.
+    for (let i = 0; i < 50 && handOffs.length < 2; i++) await new Promise((r) => setImmediate(r));
+    expect(handOffs).toHaveLength(2);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 2 });
+    handOffs[0]!.open();
+    await until(() => runner.inFlight === 1, listeners);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 1 });
+    // A failed hand-off puts the message back (a redelivery, not a loss).
+    handOffs[1]!.fail(new Error('parse put-back failed'));
+    for (let i = 0; i < 50 && handOffs.length < 3; i++) await new Promise((r) => setImmediate(r));
+    expect(handOffs).toHaveLength(3);
+    handOffs[2]!.open();
+    await until(() => runner.inFlight === 0, listeners);
+    expect(await queue.stats()).toMatchObject({ ready: 0, inflight: 0 });
+    expect(internal).toEqual([]);
+    await runner.stop(1000);
+  });
+});
+
+describe('LocalDelivery', () => {
+  test('ack settles it without touching the topic; nack and deadLetter put the payload on the topic', async () => {
+    const backend = createMemoryQueueBackend({ namespace: `t${Math.random()}` });
+    const queue = backend.topic<string>('work');
+    const acked = new LocalDelivery(queue, { id: 'a', payload: 'a', priority: 0, key: undefined });
+    await acked.ack();
+    await acked.settled;
+    expect(await queue.stats()).toMatchObject({ ready: 0, delayed: 0 });
+    const nacked = new LocalDelivery(queue, { id: 'b', payload: 'b', priority: 5, key: 'k' });
+    await nacked.nack({ delayMs: 60_000 });
+    await nacked.settled;
+    const dead = new LocalDelivery(queue, { id: 'c', payload: 'c', priority: 0, key: undefined });
+    await dead.deadLetter();
+    await dead.settled;
+    expect(await queue.stats()).toMatchObject({ ready: 1, delayed: 1 });
+    const [taken] = await queue.consume({ max: 1, waitMs: 0 });
+    expect(taken).toMatchObject({ payload: 'c', attempt: 1 });
+    await backend.close();
+  });
+
+  test('a put-back that fails rejects `settled`, so the upstream delivery is not acked', async () => {
+    const backend = createMemoryQueueBackend({ namespace: `t${Math.random()}` });
+    const queue = backend.topic<string>('work');
+    const local = new LocalDelivery(queue, { id: 'a', payload: 'a', priority: 0, key: undefined });
+    await backend.close();
+    await expect(local.nack()).rejects.toMatchObject({ code: 'MOCRA_ERR_QUEUE_CLOSED' });
+    await expect(local.settled).rejects.toMatchObject({ code: 'MOCRA_ERR_QUEUE_CLOSED' });
   });
 });

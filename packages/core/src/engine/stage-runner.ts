@@ -19,6 +19,11 @@
  * - Pause stops pulling (work in flight finishes). Stop stops pulling, lets work in flight
  *   finish until the deadline, then aborts it (the handler's signal) and nacks whatever is
  *   still unsettled, so nothing taken from the queue is lost.
+ * - Work made in this process can skip the queue: `runHere` starts a delivery that was never
+ *   published (a `LocalDelivery`) when a slot is free, under the same concurrency, watchdog,
+ *   stats and stop rules. A handler that handed its result on that way returns
+ *   `{ settleAfter }`: its slot frees, but its own delivery stays leased until the hand-off is
+ *   done, so a crash in between redelivers it and nothing is lost.
  */
 import { setMaxListeners } from 'node:events';
 import { isMocraError } from '../errors.js';
@@ -28,7 +33,9 @@ import type { Delivery, LeaseQueue } from '../queue/types.js';
 export type HandlerResult =
   | undefined
   | { nack: { delayMs?: number; reason?: string } }
-  | { deadLetter: string };
+  | { deadLetter: string }
+  /** Ack once this settles (a hand-off to `runHere` of another stage); nack if it rejects. */
+  | { settleAfter: Promise<void> };
 
 export interface StageRunnerOptions<T> {
   name: string;
@@ -72,6 +79,11 @@ export class StageRunner<T> {
   readonly #leaseMs: number;
   #concurrency: number;
   readonly #inFlight = new Set<Delivery<T>>();
+  /**
+   * Taken from the queue while `runHere` work filled the slots a consume had asked for: held
+   * (leases kept) and started before anything else as slots free, so concurrency stays exact.
+   */
+  readonly #waiting: Delivery<T>[] = [];
   /** Deliveries in `#inFlight` whose handler is done and whose ack/nack is on its way. */
   #settling = 0;
   #started = 0;
@@ -160,6 +172,17 @@ export class StageRunner<T> {
     this.#wakeUp();
   }
 
+  /**
+   * Start a delivery made in this process (never published) when a slot is free and the stage
+   * runs unpaused with nothing waiting; false otherwise (the caller publishes it instead).
+   */
+  runHere(delivery: Delivery<T>): boolean {
+    if (!this.#running || this.#paused || this.#waiting.length > 0) return false;
+    if (this.#busy() >= this.#concurrency) return false;
+    this.#start(delivery);
+    return true;
+  }
+
   /** Abort the handlers in flight now (their deliveries are nacked as they end). */
   abort(): void {
     this.#work.abort();
@@ -173,6 +196,9 @@ export class StageRunner<T> {
     this.#running = false;
     this.#abortPull();
     this.#wakeUp();
+    for (const delivery of this.#waiting.splice(0)) {
+      await this.#settle(delivery, { nack: { reason: `stage '${this.name}' stopped` } });
+    }
     if (this.#inFlight.size > 0) {
       if (!(await this.#waitDrained(deadlineMs))) {
         this.#work.abort();
@@ -191,7 +217,7 @@ export class StageRunner<T> {
 
   async #run(): Promise<void> {
     while (this.#running) {
-      const free = this.#concurrency - this.#busy();
+      const free = this.#concurrency - this.#busy() - this.#waiting.length;
       if (this.#paused || free <= 0) {
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -224,7 +250,10 @@ export class StageRunner<T> {
         for (const delivery of batch) await this.#settle(delivery, { nack: { reason: 'stage stopped' } });
         break;
       }
-      for (const delivery of batch) this.#start(delivery);
+      for (const delivery of batch) {
+        if (this.#busy() < this.#concurrency) this.#start(delivery);
+        else this.#waiting.push(delivery);
+      }
     }
   }
 
@@ -280,14 +309,24 @@ export class StageRunner<T> {
     // and holding the slot for it would spend the stage's concurrency (downloads, say) on
     // waiting for the broker. The delivery stays in flight (leases, stop, idleness) until settled.
     this.#settling++;
+    this.#startWaiting();
     this.#wakeUp();
     try {
+      if (outcome !== undefined && 'settleAfter' in outcome) {
+        outcome = await outcome.settleAfter.then(
+          () => undefined,
+          (err: unknown) => ({ nack: { reason: `hand-off failed: ${describe(err)}` } }),
+        );
+        // Given up by stop() while the hand-off ran: it was nacked there.
+        if (!this.#inFlight.has(delivery)) return;
+      }
       await this.#settle(delivery, outcome);
     } finally {
       this.#settling--;
     }
     this.#inFlight.delete(delivery);
     if (this.#inFlight.size === 0) this.#drained?.();
+    this.#startWaiting();
     this.#wakeUp();
     this.#options.onSettled();
   }
@@ -301,7 +340,14 @@ export class StageRunner<T> {
     return running + Math.max(0, this.#settling - this.#concurrency);
   }
 
-  async #settle(delivery: Delivery<T>, outcome: HandlerResult): Promise<void> {
+  #startWaiting(): void {
+    while (this.#waiting.length > 0 && this.#busy() < this.#concurrency) this.#start(this.#waiting.shift()!);
+  }
+
+  async #settle(
+    delivery: Delivery<T>,
+    outcome: Exclude<HandlerResult, { settleAfter: Promise<void> }>,
+  ): Promise<void> {
     try {
       if (outcome === undefined) await delivery.ack();
       else if ('deadLetter' in outcome) await delivery.deadLetter(outcome.deadLetter);
@@ -320,9 +366,9 @@ export class StageRunner<T> {
   }
 
   #extendLeases(): void {
-    if (this.#inFlight.size === 0) return;
+    if (this.#inFlight.size === 0 && this.#waiting.length === 0) return;
     const soon = Date.now() + this.#leaseMs / 2;
-    for (const delivery of this.#inFlight) {
+    for (const delivery of [...this.#inFlight, ...this.#waiting]) {
       if (delivery.leaseDeadline <= soon) {
         delivery.extendLease(this.#leaseMs).catch((err: unknown) => {
           if (!(isMocraError(err) && err.code === 'MOCRA_ERR_LEASE_EXPIRED')) {
@@ -358,4 +404,8 @@ export class StageRunner<T> {
     this.#wake = undefined;
     wake?.();
   }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
