@@ -6,6 +6,8 @@
  *   BASE=<site origin> SPEC=/graph/5000/10/2000 CONCURRENCY=32 [MOCRA_QUEUE=…] node … distributed-worker.ts
  *   node … distributed-worker.ts --cleanup <namespace>     (delete what a run left in Redis / NATS)
  */
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createNatsQueueBackend, createRedisQueueBackend, TOPICS } from '@mocra/core';
 import { Parser } from 'htmlparser2';
 import { defineSpider, Mocra } from 'mocra';
@@ -65,6 +67,7 @@ function links(html: string): string[] {
 }
 
 let pages = 0;
+let firstParseAt = 0;
 let lastParseAt = 0;
 const spider = defineSpider({
   name: 'graph',
@@ -72,9 +75,22 @@ const spider = defineSpider({
   parse(res, cx) {
     pages++;
     lastParseAt = Date.now();
+    if (firstParseAt === 0) firstParseAt = lastParseAt;
     for (const href of links(res.text())) cx.follow(href);
   },
 });
+
+// Module loading is outside the clock for every case, as in crawl-benchmark.ts: the memory
+// queue loaded with `mocra` above, while a broker's client library loads on first use (ioredis
+// takes ~80–150 ms), so it is loaded here, from where @mocra/core resolves it.
+const queueUrl = process.env.MOCRA_QUEUE ?? '';
+const clientPackages = queueUrl.startsWith('redis')
+  ? ['ioredis']
+  : queueUrl.startsWith('nats')
+    ? ['@nats-io/transport-node', '@nats-io/jetstream', '@nats-io/kv', 'ioredis']
+    : [];
+const fromCore = createRequire(fileURLToPath(import.meta.resolve('@mocra/core')));
+for (const pkg of clientPackages) await import(pathToFileURL(fromCore.resolve(pkg)).href);
 
 const cpu = process.cpuUsage();
 const startedAt = Date.now();
@@ -94,6 +110,8 @@ process.stdout.write(
     errors: summary.errors,
     startedAt,
     endedAt,
+    /** From the start to the first parse: connecting, joining the cluster, seeding. */
+    headMs: firstParseAt - startedAt,
     /** From the last parse to the end of the run: how long the end took to be confirmed. */
     tailMs: endedAt - lastParseAt,
     maxRssMb: process.resourceUsage().maxRSS / 1024,

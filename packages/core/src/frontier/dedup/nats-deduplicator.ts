@@ -154,6 +154,15 @@ export class NatsDeduplicator implements Deduplicator {
     }
   }
 
+  /**
+   * The claim's message published what it admitted: its fingerprints are answered locally from
+   * now on. The stored claim stays in the bucket (a key's value is written once); it only
+   * matters to a redelivery of that same message.
+   */
+  releaseClaim(claim: string): void {
+    this.#cache.release(claim);
+  }
+
   async size(): Promise<number> {
     try {
       return (await this.#kv.status()).values;

@@ -201,6 +201,7 @@ export class RedisDeduplicator implements Deduplicator {
    */
   releaseClaim(claim: string): void {
     if (this.#closed) return;
+    this.#cache.release(claim);
     this.#released.push(`${this.keyBase}:c:${claim}`);
     this.#releaseTimer ??= setTimeout(() => this.#flushReleased(), 20);
   }
