@@ -15,12 +15,15 @@
  *
  * Every tool runs in its own child process (crawl-tools.ts) with the same concurrency; each
  * reports pages, wall time and CPU time of the crawl itself and its peak RSS (ru_maxrss).
+ * crawl-tools.ts is transpiled to plain JavaScript (bench/.tools/) and run by plain `node`: a
+ * TypeScript loader in the tool's process (tsx) would be part of its RSS — ~90 MB more for
+ * mocra, ~60 MB for Crawlee, ~20 MB for the raw loop — and of no tool.
  * A full crawl must fetch exactly the graph's page count — checked on the tool's own count and
  * on the fixture server's request counter (reset before every run); a mismatch fails the run.
  * Rounds alternate the tools; the best round of each tool is reported (the machine is shared).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -88,6 +91,18 @@ function runChild(
   });
 }
 
+// ── the tools' worker as plain JavaScript (see the module comment) ─────────────
+const toolsScript = path.join(root, 'bench/.tools/crawl-tools.mjs');
+{
+  const ts = (await import('typescript')).default;
+  const source = readFileSync(path.join(root, 'bench/crawl-tools.ts'), 'utf8');
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  });
+  mkdirSync(path.dirname(toolsScript), { recursive: true });
+  writeFileSync(toolsScript, outputText);
+}
+
 // ── the fixture site, in its own process ───────────────────────────────────────
 const server = spawn(
   process.execPath,
@@ -113,15 +128,7 @@ async function runTool(
   nodeFlags: string[] = [],
 ): Promise<Run> {
   await resetServer();
-  const args = [
-    ...nodeFlags,
-    '--import',
-    'tsx',
-    path.join(root, 'bench/crawl-tools.ts'),
-    tool,
-    start,
-    String(concurrency),
-  ];
+  const args = [...nodeFlags, toolsScript, tool, start, String(concurrency)];
   if (stopAfter !== undefined) args.push(String(stopAfter));
   const child = await runChild(process.execPath, args, timeoutMs);
   const line = child.stdout.trim().split('\n').pop() ?? '';
