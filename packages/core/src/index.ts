@@ -313,6 +313,7 @@ export type {
   EngineStats,
   EngineTopicOptions,
   HandlerResult,
+  LocalDeliveryFields,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,
@@ -320,7 +321,7 @@ export type {
   StageStats,
   StopReason,
 } from './engine/index.js';
-export { createEngine, Engine, StageRunner } from './engine/index.js';
+export { createEngine, Engine, LocalDelivery, StageRunner } from './engine/index.js';
 export type { PolicyStats, WatchdogTimeouts } from './engine/recovery.js';
 export { DEFAULT_WATCHDOG_TIMEOUTS } from './engine/recovery.js';
 export type {

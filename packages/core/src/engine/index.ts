@@ -10,5 +10,7 @@ export type {
   StopReason,
 } from './engine.js';
 export { createEngine, Engine } from './engine.js';
+export type { LocalDeliveryFields } from './local-delivery.js';
+export { LocalDelivery } from './local-delivery.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';

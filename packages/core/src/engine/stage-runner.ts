@@ -368,15 +368,17 @@ export class StageRunner<T> {
   #extendLeases(): void {
     if (this.#inFlight.size === 0 && this.#waiting.length === 0) return;
     const soon = Date.now() + this.#leaseMs / 2;
-    for (const delivery of [...this.#inFlight, ...this.#waiting]) {
-      if (delivery.leaseDeadline <= soon) {
-        delivery.extendLease(this.#leaseMs).catch((err: unknown) => {
-          if (!(isMocraError(err) && err.code === 'MOCRA_ERR_LEASE_EXPIRED')) {
-            this.#options.onInternalError(err, `extending a lease on '${this.#queue.name}'`);
-          }
-        });
+    for (const delivery of this.#inFlight) this.#extendIfDue(delivery, soon);
+    for (const delivery of this.#waiting) this.#extendIfDue(delivery, soon);
+  }
+
+  #extendIfDue(delivery: Delivery<T>, soon: number): void {
+    if (delivery.leaseDeadline > soon) return;
+    delivery.extendLease(this.#leaseMs).catch((err: unknown) => {
+      if (!(isMocraError(err) && err.code === 'MOCRA_ERR_LEASE_EXPIRED')) {
+        this.#options.onInternalError(err, `extending a lease on '${this.#queue.name}'`);
       }
-    }
+    });
   }
 
   #waitDrained(ms: number): Promise<boolean> {
