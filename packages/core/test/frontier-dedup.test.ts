@@ -112,6 +112,28 @@ describe('TieredDeduplicator', () => {
     await expect(dedup.markSeen([fp(1)])).rejects.toMatchObject({ code: 'MOCRA_ERR_STORE_FAILED' });
   });
 
+  test('the switch to disk does not wait for the memory keys to be written: they answer from memory meanwhile', async () => {
+    const dedup = new TieredDeduplicator({ memoryEntries: 200_000 });
+    const old = Array.from({ length: 200_000 }, (_, i) => fp(i));
+    for (let i = 0; i < old.length; i += 10_000) dedup.markSeen(old.slice(i, i + 10_000));
+    // This call switches to disk; it resolves after one write of its own, not the 20 batches of the copy.
+    const mixed = [fp(5), fp(199_999), fp(300_000), fp(5)];
+    expect(await dedup.markSeen(mixed)).toEqual([false, false, true, false]);
+    expect(dedup.stats()).toMatchObject({ phase: 'disk', size: 200_001 });
+    expect(dedup.stats().copying).toBe(200_000);
+    const copyingBytes = dedup.stats().memoryBytes;
+    // Bounded wait for the background copy (200k keys; well under a second here).
+    for (let i = 0; i < 500 && dedup.stats().copying > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(dedup.stats().copying).toBe(0);
+    expect(dedup.stats().memoryBytes).toBeLessThan(copyingBytes);
+    // The old keys are answered from disk now: every one still seen, new ones still new.
+    const sample = Array.from({ length: 2_000 }, (_, i) => fp(i * 100));
+    expect((await dedup.markSeen(sample)).every((fresh) => !fresh)).toBe(true);
+    expect(await dedup.markSeen([fp(300_001), fp(300_000)])).toEqual([true, false]);
+    expect(dedup.stats().size).toBe(200_002);
+    await dedup.close();
+  });
+
   test('memory stays bounded in the disk phase: Bloom bits plus two recent tables', async () => {
     const dedup = new TieredDeduplicator({ memoryEntries: 1000, recentEntries: 2048 });
     for (let i = 0; i < 50_000; i += 500) {

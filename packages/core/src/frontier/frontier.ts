@@ -16,7 +16,7 @@
  * deduplicators implement this; see docs/deployment.md). In memory nothing survives a kill.
  */
 import type { MocraError } from '../errors.js';
-import type { Request } from '../model/request.js';
+import { PARSED_URL, type Request } from '../model/request.js';
 import { TieredDeduplicator } from './dedup/tiered-deduplicator.js';
 import type { Deduplicator } from './dedup.js';
 import { type FingerprintOptions, fingerprintParts, normalizeParsedUrl, requestUrl } from './fingerprint.js';
@@ -98,6 +98,9 @@ export class Frontier {
           normalizeParsedUrl(parsed, this.#fingerprint),
           request.body,
         );
+        // The parsed URL is not kept while the request waits in the queue: ~250 bytes a request,
+        // and the queue's in-memory head holds up to 50,000 of them. The downloader parses again.
+        request[PARSED_URL] = undefined;
         candidates.push(request);
       } catch (err) {
         this.#stats.invalid++;

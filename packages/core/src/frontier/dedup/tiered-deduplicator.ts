@@ -11,6 +11,9 @@
  *  phase 2 (disk)          keys ─▶ recent table (2 generations) ── hit ──▶ seen
  *                                   │ miss
  *                                   ▼
+ *                                 phase 1 table, frozen ── hit ──▶ seen   (only until its keys
+ *                                   │ miss                        are copied to disk, in the background)
+ *                                   ▼
  *                                 Bloom ── "never" ──────────────────────▶ new   (no disk read)
  *                                   │ "maybe"
  *                                   ▼
@@ -54,6 +57,8 @@ export interface TieredDeduplicatorStats {
   diskReads: number;
   /** Of those, keys that turned out new (Bloom false positives). */
   falsePositives: number;
+  /** Keys of the memory phase not yet copied to disk (answered from memory until they are). */
+  copying: number;
   /** Set when disk-backed. */
   dir: string | undefined;
 }
@@ -73,6 +78,9 @@ export class TieredDeduplicator implements Deduplicator {
   #bloom: ScalableBloomFilter | undefined;
   #recent: FingerprintSet | undefined;
   #recentOld: FingerprintSet | undefined;
+  /** The memory phase's table while its keys are copied to the store (see #toDisk). */
+  #frozen: FingerprintSet | undefined;
+  #copying: Promise<void> | undefined;
   #size = 0;
   #diskReads = 0;
   #falsePositives = 0;
@@ -138,6 +146,7 @@ export class TieredDeduplicator implements Deduplicator {
       this.#phase === 'memory'
         ? this.#table.byteLength
         : (this.#bloom?.byteLength ?? 0) +
+          (this.#frozen?.byteLength ?? 0) +
           (this.#recent?.byteLength ?? 0) +
           (this.#recentOld?.byteLength ?? 0);
     return {
@@ -146,6 +155,7 @@ export class TieredDeduplicator implements Deduplicator {
       memoryBytes,
       diskReads: this.#diskReads,
       falsePositives: this.#falsePositives,
+      copying: this.#frozen?.size ?? 0,
       dir: this.#store?.dir,
     };
   }
@@ -154,6 +164,8 @@ export class TieredDeduplicator implements Deduplicator {
     if (this.#closed) return;
     this.#closed = true;
     await this.#chain.catch(() => {});
+    await this.#copying;
+    this.#frozen = undefined;
     this.#table.clear();
     this.#recent = undefined;
     this.#recentOld = undefined;
@@ -185,11 +197,18 @@ export class TieredDeduplicator implements Deduplicator {
     return out;
   }
 
-  /** Move to the disk phase: open the store, copy the in-memory keys into it and the Bloom filter. */
+  /**
+   * Move to the disk phase: open the store and put the in-memory keys into it and the Bloom
+   * filter. On a fresh store the copy runs in the background: the old table stays, frozen, and
+   * answers exactly for its keys until they are all written, so admission does not stop for the
+   * seconds a million writes take (it did, and the pages that piled up behind it set the peak
+   * memory of a crawl with a million queued URLs).
+   */
   async #toDisk(dir: string | undefined): Promise<void> {
     const store = await openStore({ ...(dir === undefined ? {} : { dir }), tempPrefix: 'mocra-dedup-' });
+    const table = this.#table;
     const bloom = new ScalableBloomFilter({
-      initialCapacity: Math.max(65_536, this.#table.size * 2),
+      initialCapacity: Math.max(65_536, table.size * 2),
       falsePositiveRate: this.#rate,
     });
     let size = 0;
@@ -201,33 +220,35 @@ export class TieredDeduplicator implements Deduplicator {
         bloom.add(w[1]!, w[2]!);
         size++;
       }
-      // Keys seen in memory so far: write them and add them.
-      let batch = store.db.batch();
-      let inBatch = 0;
-      for (const w of this.#table.entries()) {
-        const key = bytesOf(w);
-        if (size > 0 && bloom.mightHave(w[1]!, w[2]!) && (await store.db.has(key))) continue;
-        batch.put(key, EMPTY);
-        bloom.add(w[1]!, w[2]!);
-        size++;
-        if (++inBatch >= WRITE_CHUNK) {
-          await batch.write();
-          batch = store.db.batch();
-          inBatch = 0;
-        }
+      if (size > 0 && table.size > 0) {
+        // Keys on disk and in memory (not reached today: with a dir the disk phase starts at
+        // open): copy now, skipping keys the store has, so that `size` stays exact.
+        size += await copyKeys(store, table, bloom, true);
       }
-      if (inBatch > 0) await batch.write();
-      else await batch.close();
     } catch (err) {
       await store.close().catch(() => {});
       throw new StoreFailedError(store.dir, 'loading the dedup set', { cause: err });
+    }
+    if (size === 0 && table.size > 0) {
+      for (const w of table.entries()) bloom.add(w[1]!, w[2]!);
+      size = table.size;
+      this.#frozen = table;
+      this.#copying = copyKeys(store, table, bloom, false).then(
+        () => {
+          this.#frozen = undefined; // every key is on disk and in the Bloom filter now
+        },
+        () => {
+          // The frozen table still answers exactly for its keys: keep it (memory, not
+          // correctness, is what the failed copy costs). The store's next write reports the fault.
+        },
+      );
     }
     this.#store = store;
     this.#bloom = bloom;
     this.#size = size;
     this.#recent = new FingerprintSet();
     this.#recentOld = undefined;
-    this.#table.clear();
+    this.#table = new FingerprintSet();
     this.#phase = 'disk';
   }
 
@@ -246,7 +267,7 @@ export class TieredDeduplicator implements Deduplicator {
       words.set(w, i * 4);
       // A key repeated inside the batch is new only at its first position.
       if (batchSeen ? !batchSeen.add(w[0]!, w[1]!, w[2]!, w[3]!) : repeatsEarlier(words, i)) continue;
-      if (this.#recentHas(w)) continue;
+      if (this.#recentHas(w) || this.#frozen?.has(w[0]!, w[1]!, w[2]!, w[3]!)) continue;
       if (!bloom.mightHave(w[1]!, w[2]!)) {
         out[i] = true;
         continue;
@@ -321,6 +342,39 @@ function repeatsEarlier(words: Uint32Array, i: number): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Write every key of `table` to the store (and the Bloom filter, when not there yet), in
+ * batches of WRITE_CHUNK. With `skipStored`, keys the store already has are skipped.
+ * Resolves to the number of keys written.
+ */
+async function copyKeys(
+  store: OpenedStore,
+  table: FingerprintSet,
+  bloom: ScalableBloomFilter,
+  skipStored: boolean,
+): Promise<number> {
+  let written = 0;
+  let batch = store.db.batch();
+  let inBatch = 0;
+  for (const w of table.entries()) {
+    const key = bytesOf(w);
+    if (skipStored) {
+      if (bloom.mightHave(w[1]!, w[2]!) && (await store.db.has(key))) continue;
+      bloom.add(w[1]!, w[2]!);
+    }
+    batch.put(key, EMPTY);
+    written++;
+    if (++inBatch >= WRITE_CHUNK) {
+      await batch.write();
+      batch = store.db.batch();
+      inBatch = 0;
+    }
+  }
+  if (inBatch > 0) await batch.write();
+  else await batch.close();
+  return written;
 }
 
 function wordsOf(key: Uint8Array): Uint32Array {
