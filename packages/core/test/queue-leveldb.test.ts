@@ -1,11 +1,12 @@
-// The memory + LevelDB backend against the queue conformance suite, in three set-ups: spill
+// The memory + LevelDB backend against the queue conformance suite, in four set-ups: spill
 // only with the default head, spill only with a head of 2 (almost everything goes through
-// disk), and persistent with a head of 2 (every message written, read back from disk).
+// disk), spill only with a head of 8 of which only 2 stay objects once the lane overflows (the
+// rest encoded in memory), and persistent with a head of 2 (every message written, read back from disk).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
-import { createLevelQueueBackend, type LevelQueueBackend } from '../src/queue/leveldb-queue.js';
+import { afterAll, expect, test } from 'vitest';
+import { createLevelQueueBackend, LevelQueueBackend } from '../src/queue/leveldb-queue.js';
 import { type QueueCapabilities, queueConformance } from './queue-conformance.js';
 
 const root = await mkdtemp(path.join(tmpdir(), 'mocra-queue-leveldb-test-'));
@@ -29,6 +30,8 @@ const capabilities: QueueCapabilities = {
 for (const setup of [
   { name: 'leveldb (spill, default head)', persist: false, headSize: undefined },
   { name: 'leveldb (spill, head 2)', persist: false, headSize: 2 },
+  // Once a lane overflows, head entries past the first 2 keep their payloads encoded until taken.
+  { name: 'leveldb (spill, head 8, hot 2)', persist: false, headSize: 8, hotSize: 2 },
   { name: 'leveldb (persistent, head 2)', persist: true, headSize: 2 },
 ] as const) {
   queueConformance({
@@ -42,6 +45,7 @@ for (const setup of [
         // Two backends of one namespace are two "processes": each needs its own directory.
         ...(setup.persist ? { dir: path.join(root, namespace, String(opened++)) } : {}),
         ...(setup.headSize === undefined ? {} : { headSize: setup.headSize }),
+        ...('hotSize' in setup ? { hotSize: setup.hotSize } : {}),
         ...(topicDefaults ? { topicDefaults } : {}),
         ...(codec ? { codec } : {}),
         ...(maxPayloadBytes ? { maxPayloadBytes } : {}),
@@ -55,3 +59,45 @@ for (const setup of [
     },
   });
 }
+
+test('spill only: once a lane overflows, its head past hotSize waits encoded; order and values hold', async () => {
+  const backend = await createLevelQueueBackend({ namespace: `hot-${Date.now()}`, headSize: 6, hotSize: 3 });
+  type Payload = { n: number; tags?: string[]; self?: unknown };
+  const topic = backend.topic<Payload>('t');
+  const drain = async (count: number) => {
+    const got: Payload[] = [];
+    for (let i = 0; i < 50 && got.length < count; i++) {
+      for (const d of await topic.consume({ max: 4, waitMs: 100 })) {
+        got.push(d.payload);
+        await d.ack();
+      }
+    }
+    return got;
+  };
+  // A lane that fits its head: every payload by reference, nothing encoded.
+  const small: Payload[] = Array.from({ length: 6 }, (_, n) => ({ n }));
+  await topic.publish(small.map((payload) => ({ payload })));
+  const gotSmall = await drain(6);
+  for (let n = 0; n < 6; n++) expect(gotSmall[n]).toBe(small[n]);
+
+  // Ten messages: 0–5 fill the head, 6–9 overflow to disk, and the head past 3 is packed then.
+  const sent: Payload[] = Array.from({ length: 10 }, (_, n) => ({ n, tags: [`t${n}`] }));
+  const cyclic: Payload = { n: 4 }; // not encodable: it waits as the object it is
+  cyclic.self = cyclic;
+  sent[4] = cyclic;
+  await topic.publish(sent.slice(0, 6).map((payload) => ({ payload })));
+  await topic.publish(sent.slice(6).map((payload) => ({ payload })));
+  const got = await drain(10);
+  expect(got.map((p) => p.n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  for (const n of [0, 1, 2, 4]) expect(got[n]).toBe(sent[n]);
+  for (const n of [3, 5, 6, 7, 8, 9]) {
+    expect(got[n]).not.toBe(sent[n]);
+    expect(got[n]).toEqual(sent[n]);
+  }
+  expect(await topic.stats()).toMatchObject({ ready: 0, inflight: 0, deadLettered: 0 });
+  await backend.close();
+});
+
+test('hotSize must be a positive integer', () => {
+  expect(() => new LevelQueueBackend({ hotSize: 0 })).toThrow(/hotSize must be an integer/);
+});

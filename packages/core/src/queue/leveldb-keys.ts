@@ -57,17 +57,27 @@ export function priorityOf(code: Uint8Array, offset: number): number {
   return new DataView(b.buffer).getFloat64(0);
 }
 
+// Byte by byte rather than through a DataView: these run for every spilled record, and a
+// DataView per call was a tenth of the main thread's time in a frontier of a million requests.
 export function writeSeq(out: Uint8Array, offset: number, seq: number): void {
   const hi = Math.floor(seq / 0x1_0000_0000);
   const lo = seq >>> 0;
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  view.setUint32(offset, hi);
-  view.setUint32(offset + 4, lo);
+  out[offset] = hi >>> 24;
+  out[offset + 1] = hi >>> 16;
+  out[offset + 2] = hi >>> 8;
+  out[offset + 3] = hi;
+  out[offset + 4] = lo >>> 24;
+  out[offset + 5] = lo >>> 16;
+  out[offset + 6] = lo >>> 8;
+  out[offset + 7] = lo;
 }
 
 export function readSeq(key: Uint8Array, offset: number): number {
-  const view = new DataView(key.buffer, key.byteOffset, key.byteLength);
-  return view.getUint32(offset) * 0x1_0000_0000 + view.getUint32(offset + 4);
+  const hi =
+    ((key[offset]! << 24) | (key[offset + 1]! << 16) | (key[offset + 2]! << 8) | key[offset + 3]!) >>> 0;
+  const lo =
+    ((key[offset + 4]! << 24) | (key[offset + 5]! << 16) | (key[offset + 6]! << 8) | key[offset + 7]!) >>> 0;
+  return hi * 0x1_0000_0000 + lo;
 }
 
 /** prefix + (prio code) + seq. */

@@ -77,6 +77,20 @@ export class FingerprintSet {
     }
   }
 
+  /** Slots in the table (for walking it with {@link readSlot}). */
+  get slots(): number {
+    return this.#mask + 1;
+  }
+
+  /** Copy the key in `slot` into `out`; false when the slot is empty. No allocation (a walk over 1M keys). */
+  readSlot(slot: number, out: Uint32Array): boolean {
+    const words = this.#words;
+    const i = slot << 2;
+    if ((words[i]! | words[i + 1]! | words[i + 2]! | words[i + 3]!) === 0) return false;
+    for (let k = 0; k < 4; k++) out[k] = words[i + k]!;
+    return true;
+  }
+
   /** Every key, as 4 words each, in table order. */
   *entries(): IterableIterator<Uint32Array> {
     const words = this.#words;

@@ -230,7 +230,8 @@ export class TieredDeduplicator implements Deduplicator {
       throw new StoreFailedError(store.dir, 'loading the dedup set', { cause: err });
     }
     if (size === 0 && table.size > 0) {
-      for (const w of table.entries()) bloom.add(w[1]!, w[2]!);
+      const w = this.#words;
+      for (let slot = 0; slot < table.slots; slot++) if (table.readSlot(slot, w)) bloom.add(w[1]!, w[2]!);
       size = table.size;
       this.#frozen = table;
       this.#copying = copyKeys(store, table, bloom, false).then(
@@ -358,10 +359,15 @@ async function copyKeys(
   let written = 0;
   let batch = store.db.batch();
   let inBatch = 0;
-  for (const w of table.entries()) {
-    const key = bytesOf(w);
+  const w = new Uint32Array(4);
+  // One key buffer for every put: a chained batch copies the key into LevelDB's native batch
+  // at put(), so a million keys do not mean a million short-lived arrays.
+  const key = new Uint8Array(KEY_BYTES);
+  for (let slot = 0; slot < table.slots; slot++) {
+    if (!table.readSlot(slot, w)) continue;
+    bytesInto(w, key);
     if (skipStored) {
-      if (bloom.mightHave(w[1]!, w[2]!) && (await store.db.has(key))) continue;
+      if (bloom.mightHave(w[1]!, w[2]!) && (await store.db.has(key.slice()))) continue;
       bloom.add(w[1]!, w[2]!);
     }
     batch.put(key, EMPTY);
@@ -386,8 +392,7 @@ function wordsOf(key: Uint8Array): Uint32Array {
   return out;
 }
 
-function bytesOf(w: Uint32Array): Uint8Array {
-  const out = new Uint8Array(KEY_BYTES);
+function bytesInto(w: Uint32Array, out: Uint8Array): void {
   for (let i = 0; i < 4; i++) {
     const v = w[i]!;
     out[i * 4] = v & 0xff;
@@ -395,7 +400,6 @@ function bytesOf(w: Uint32Array): Uint8Array {
     out[i * 4 + 2] = (v >>> 16) & 0xff;
     out[i * 4 + 3] = (v >>> 24) & 0xff;
   }
-  return out;
 }
 
 /** A bounded-memory {@link Deduplicator}; with `dir` it is opened (and persistent) before it resolves. */
