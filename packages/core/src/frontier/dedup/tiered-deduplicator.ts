@@ -234,7 +234,9 @@ export class TieredDeduplicator implements Deduplicator {
       for (let slot = 0; slot < table.slots; slot++) if (table.readSlot(slot, w)) bloom.add(w[1]!, w[2]!);
       size = table.size;
       this.#frozen = table;
-      this.#copying = copyKeys(store, table, bloom, false).then(
+      // Closing a temporary store ends the copy early: the directory is removed right after.
+      const abandon = () => this.#closed && store.temporary;
+      this.#copying = copyKeys(store, table, bloom, false, abandon).then(
         () => {
           this.#frozen = undefined; // every key is on disk and in the Bloom filter now
         },
@@ -347,14 +349,15 @@ function repeatsEarlier(words: Uint32Array, i: number): boolean {
 
 /**
  * Write every key of `table` to the store (and the Bloom filter, when not there yet), in
- * batches of WRITE_CHUNK. With `skipStored`, keys the store already has are skipped.
- * Resolves to the number of keys written.
+ * batches of WRITE_CHUNK. With `skipStored`, keys the store already has are skipped; when
+ * `stop` says so (checked between batches), it ends early. Resolves to the number of keys written.
  */
 async function copyKeys(
   store: OpenedStore,
   table: FingerprintSet,
   bloom: ScalableBloomFilter,
   skipStored: boolean,
+  stop?: () => boolean,
 ): Promise<number> {
   let written = 0;
   let batch = store.db.batch();
@@ -374,6 +377,7 @@ async function copyKeys(
     written++;
     if (++inBatch >= WRITE_CHUNK) {
       await batch.write();
+      if (stop?.()) return written;
       batch = store.db.batch();
       inBatch = 0;
     }
