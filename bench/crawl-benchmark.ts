@@ -173,7 +173,7 @@ async function throughput(name: string, pages: number, fanout: number, bytes: nu
 async function memory(pages: number): Promise<void> {
   const start = `${base}/graph/${pages}/1000/0/0`;
   results.memory = { runs: [] };
-  for (const tool of tools.filter((t) => t === 'mocra' || t === 'crawlee')) {
+  for (const tool of tools.filter((t) => t !== 'raw')) {
     const run = await runTool(tool, start, 1001);
     results.memory.runs.push(run);
     console.error(`memory: ${JSON.stringify(run)}`);

@@ -136,7 +136,10 @@ async function mocra(cli: boolean): Promise<Result> {
       // What the CLI's record writer does per page: one JSON line, written synchronously.
       if (cli) fs.writeSync(devNull, `${JSON.stringify(record)}\n`);
     });
-  if (cli) builder.politeness({ maxConcurrency: concurrency, jitter: 0 });
+  if (cli) {
+    builder.politeness({ maxConcurrency: concurrency, jitter: 0 });
+    builder.heapGrowth(50); // the CLI's default (--heap-growth 50)
+  }
   const summary = await builder.run();
   if (summary.errors > 0) console.error(JSON.stringify(summary.errorsByCode));
   return { pages, queued: summary.pending };

@@ -313,6 +313,7 @@ export type {
   EngineStats,
   EngineTopicOptions,
   HandlerResult,
+  HeapGrowthResult,
   LocalDeliveryFields,
   RunSummary,
   StageConcurrency,
@@ -321,7 +322,14 @@ export type {
   StageStats,
   StopReason,
 } from './engine/index.js';
-export { createEngine, Engine, LocalDelivery, StageRunner } from './engine/index.js';
+export {
+  createEngine,
+  Engine,
+  HEAP_GROWTH_RANGE,
+  LocalDelivery,
+  limitHeapGrowth,
+  StageRunner,
+} from './engine/index.js';
 export type { PolicyStats, WatchdogTimeouts } from './engine/recovery.js';
 export { DEFAULT_WATCHDOG_TIMEOUTS } from './engine/recovery.js';
 export type {

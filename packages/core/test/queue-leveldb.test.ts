@@ -60,7 +60,7 @@ for (const setup of [
   });
 }
 
-test('spill only: once a lane overflows, its head past hotSize waits encoded; order and values hold', async () => {
+test('spill only: once a lane overflows, its head past hotSize goes to disk too; order and values hold', async () => {
   const backend = await createLevelQueueBackend({ namespace: `hot-${Date.now()}`, headSize: 6, hotSize: 3 });
   type Payload = { n: number; tags?: string[]; self?: unknown };
   const topic = backend.topic<Payload>('t');
@@ -80,19 +80,33 @@ test('spill only: once a lane overflows, its head past hotSize waits encoded; or
   const gotSmall = await drain(6);
   for (let n = 0; n < 6; n++) expect(gotSmall[n]).toBe(small[n]);
 
-  // Ten messages: 0–5 fill the head, 6–9 overflow to disk, and the head past 3 is packed then.
+  // Ten messages: 0–5 fill the head, 6–9 overflow to disk, and the head past 3 follows them:
+  // 0–2 come back as the objects published, 3–9 as decoded copies, in order.
   const sent: Payload[] = Array.from({ length: 10 }, (_, n) => ({ n, tags: [`t${n}`] }));
-  const cyclic: Payload = { n: 4 }; // not encodable: it waits as the object it is
-  cyclic.self = cyclic;
-  sent[4] = cyclic;
   await topic.publish(sent.slice(0, 6).map((payload) => ({ payload })));
   await topic.publish(sent.slice(6).map((payload) => ({ payload })));
   const got = await drain(10);
   expect(got.map((p) => p.n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-  for (const n of [0, 1, 2, 4]) expect(got[n]).toBe(sent[n]);
-  for (const n of [3, 5, 6, 7, 8, 9]) {
+  for (const n of [0, 1, 2]) expect(got[n]).toBe(sent[n]);
+  for (const n of [3, 4, 5, 6, 7, 8, 9]) {
     expect(got[n]).not.toBe(sent[n]);
     expect(got[n]).toEqual(sent[n]);
+  }
+
+  // A payload in the head that cannot be encoded stays in memory, and so does every message
+  // before it (the head holds exactly the oldest messages): 0–4 by reference, 5–9 from disk.
+  const again: Payload[] = Array.from({ length: 10 }, (_, n) => ({ n }));
+  const cyclic: Payload = { n: 4 };
+  cyclic.self = cyclic;
+  again[4] = cyclic;
+  await topic.publish(again.slice(0, 6).map((payload) => ({ payload })));
+  await topic.publish(again.slice(6).map((payload) => ({ payload })));
+  const gotAgain = await drain(10);
+  expect(gotAgain.map((p) => p.n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  for (const n of [0, 1, 2, 3, 4]) expect(gotAgain[n]).toBe(again[n]);
+  for (const n of [5, 6, 7, 8, 9]) {
+    expect(gotAgain[n]).not.toBe(again[n]);
+    expect(gotAgain[n]).toEqual(again[n]);
   }
   expect(await topic.stats()).toMatchObject({ ready: 0, inflight: 0, deadLettered: 0 });
   await backend.close();

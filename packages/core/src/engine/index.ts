@@ -10,6 +10,8 @@ export type {
   StopReason,
 } from './engine.js';
 export { createEngine, Engine } from './engine.js';
+export type { HeapGrowthResult } from './heap-growth.js';
+export { HEAP_GROWTH_RANGE, limitHeapGrowth } from './heap-growth.js';
 export type { LocalDeliveryFields } from './local-delivery.js';
 export { LocalDelivery } from './local-delivery.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';

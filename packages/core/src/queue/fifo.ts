@@ -56,6 +56,15 @@ export class Fifo<T> {
     return item;
   }
 
+  /** Remove and return every item after the first `keep`, in order. O(size): for rare cuts. */
+  truncate(keep: number): T[] {
+    if (keep >= this.#size) return [];
+    const items: T[] = [];
+    while (this.#size > 0) items.push(this.shift() as T);
+    for (let i = 0; i < keep; i++) this.push(items[i]!);
+    return items.slice(keep);
+  }
+
   peek(): T | undefined {
     const head = this.#head;
     return head.empty ? undefined : head.items[head.bottom];

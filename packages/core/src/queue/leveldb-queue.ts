@@ -28,12 +28,12 @@
  *     are delivered again (their attempt counted), delayed ones keep their time, and the DLQ is
  *     on disk too. See `leveldb-keys.ts` for the layout.
  *
- * Payloads in memory are passed by reference (as in the memory backend), except that in
- * spill-only mode a lane that overflowed to disk keeps the head past its first `hotSize`
- * entries encoded (a big frontier's queued requests would otherwise be most of the live heap,
- * and V8 sizes the heap at a multiple of that); those, like payloads read from disk, are
- * delivered as decoded copies (msgpack or JSON, the queue codec's format), so consumers rebuild
- * class instances (`Request.from`) as with any encoding backend. Only one process can open a
+ * Payloads in memory are passed by reference (as in the memory backend); payloads read from
+ * disk are delivered as decoded copies (msgpack or JSON, the queue codec's format), so consumers
+ * rebuild class instances (`Request.from`) as with any encoding backend. In spill-only mode a
+ * lane that overflows keeps only the first `hotSize` entries of its head in memory and sends
+ * the rest to disk with the overflow: a big frontier's queued requests would otherwise be most
+ * of the live heap, and V8 sizes the heap at a multiple of that. Only one process can open a
  * directory (LevelDB's lock): a second gets StoreLockedError.
  */
 import zlib from 'node:zlib';
@@ -93,10 +93,10 @@ export interface LevelQueueBackendOptions {
   /** Ready messages kept in memory per priority lane; the rest wait on disk. @default 50000 */
   headSize?: number;
   /**
-   * Once a lane overflows to disk (a big frontier), only the first `hotSize` messages of its
-   * in-memory head are kept as the objects published; the rest are kept encoded (msgpack,
-   * outside the V8 heap) until they are taken, at about a third of the heap. A lane that never
-   * overflows never pays for the encoding. Spill-only mode with the default codec. @default 4096
+   * Spill-only mode: once a lane overflows to disk (a big frontier), its head keeps only its
+   * first `hotSize` messages and the rest of the head goes to disk too; refills read back up to
+   * this many. A lane that never overflows keeps its whole head (`headSize`) in memory.
+   * @default 4096
    */
   hotSize?: number;
   /** How payloads are written to disk. @default msgpack, gzip from 16 KiB */
@@ -118,8 +118,8 @@ const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const envelopePackr = new Packr({ useRecords: false, mapsAsObjects: true });
 const payloadPackr = new Packr({ useRecords: false, mapsAsObjects: true });
 /**
- * For bytes that never leave this process — payloads packed in a head, and the records of a
- * spill-only store (a temporary directory removed on close): msgpackr's records, with their
+ * For bytes that never leave this process — the records of a spill-only store (a temporary
+ * directory removed on close): msgpackr's records, with their
  * structures shared by this one instance, are a third smaller and faster than plain maps.
  * Persistent records stay self-describing (envelopePackr).
  */
@@ -176,8 +176,6 @@ interface Entry<T> {
   readyAt: number;
   /** Persistent mode: which record holds it on disk ('m' lane, 't' delayed). */
   onDisk: 'm' | 't' | undefined;
-  /** The payload, msgpack'd, while the entry waits beyond the head's hot part (`payload` is unset). */
-  packed: Uint8Array | undefined;
   /**
    * Persistent mode: published, but its record is not written yet. Such an entry is not handed
    * out: a consumer's side effects (items written, requests marked seen) must never outlive a
@@ -387,9 +385,9 @@ class LevelQueue<T> implements LeaseQueue<T> {
   readonly #headSize: number;
   /** How records are packed: in-process records when nothing outlives the process. */
   readonly #recordPackr: Packr;
-  /** Head entries past this many keep their payload encoded (Infinity: never). */
-  readonly #packBeyond: number;
-  /** A refill reads records up to this head size (objects: only the hot part when packing). */
+  /** Once the lane overflows, the head keeps this many; the rest go to disk (Infinity: persistent mode). */
+  readonly #hotSize: number;
+  /** A refill reads records up to this head size. */
   readonly #refillTo: number;
   readonly #now: () => number;
   readonly #mPrefix: Uint8Array;
@@ -442,8 +440,8 @@ class LevelQueue<T> implements LeaseQueue<T> {
     this.#persist = backend.persist;
     this.#headSize = backend.headSize;
     this.#recordPackr = backend.persist ? envelopePackr : localPackr;
-    this.#packBeyond = backend.inlinePayloads ? backend.hotSize : Number.POSITIVE_INFINITY;
-    this.#refillTo = Math.min(this.#headSize, this.#packBeyond);
+    this.#hotSize = backend.persist ? Number.POSITIVE_INFINITY : backend.hotSize;
+    this.#refillTo = Math.min(this.#headSize, this.#hotSize);
     this.#now = backend.now;
     this.#mPrefix = backend.prefix('m', name);
     this.#tPrefix = backend.prefix('t', name);
@@ -537,7 +535,6 @@ class LevelQueue<T> implements LeaseQueue<T> {
         leaseDeadline: 0,
         readyAt: now + delay,
         onDisk: undefined,
-        packed: undefined,
       };
       const bytes = encoded?.[i];
       if (delay > 0) {
@@ -563,47 +560,35 @@ class LevelQueue<T> implements LeaseQueue<T> {
     return written ?? Promise.resolve();
   }
 
-  /** Pack the lane's head past its hot part (see LevelQueueBackendOptions.hotSize). */
-  #packHead(lane: Lane<T>): void {
-    if (this.#packBeyond >= lane.head.size) return;
-    let i = 0;
-    for (const entry of lane.head) {
-      if (i++ >= this.#packBeyond && entry.packed === undefined) this.#pack(entry);
+  /**
+   * The lane overflows to disk (a big frontier): its head keeps only its first `hotSize`
+   * entries and the rest follow the overflow to disk, in order (see the module comment). An
+   * entry that cannot be encoded stays in memory as the object it is, and so does everything
+   * before it, so that the head still holds exactly the seqs below `cursor`.
+   */
+  #spillHeadTail(lane: Lane<T>, ops: WriteOp[]): void {
+    if (lane.head.size <= this.#hotSize) return;
+    const tail = lane.head.truncate(this.#hotSize);
+    let records: WriteOp[] = [];
+    let from = 0;
+    for (let i = 0; i < tail.length; i++) {
+      try {
+        records.push(this.#putRecord(tail[i]!, 'm'));
+      } catch {
+        records = [];
+        from = i + 1;
+      }
     }
-  }
-
-  /** Keep a ready entry's payload encoded until it is taken (see LevelQueueBackendOptions.hotSize). */
-  #pack(entry: Entry<T>): void {
-    let packed: Uint8Array;
-    try {
-      packed = localPackr.pack(entry.payload);
-    } catch {
-      return; // not encodable: it waits as the object it is (nothing is lost either way)
+    for (let i = 0; i < from; i++) lane.head.push(tail[i]!);
+    if (from === tail.length) return;
+    for (const op of records) ops.push(op);
+    for (let i = from; i < tail.length; i++) {
+      const entry = tail[i]!;
+      entry.onDisk = undefined;
+      entry.state = 'done'; // the object is dropped; the record is the message now
     }
-    entry.packed = packed;
-    (entry as { payload: T | undefined }).payload = undefined;
-  }
-
-  /** Decode a packed entry's payload as it is taken; false: undecodable, dead-lettered as poison. */
-  #unpack(entry: Entry<T>): boolean {
-    const packed = entry.packed!;
-    entry.packed = undefined;
-    try {
-      entry.payload = localPackr.unpack(packed) as T;
-      return true;
-    } catch (error) {
-      const envelope: Envelope = {
-        i: entry.id,
-        p: entry.priority,
-        t: entry.publishedAt,
-        a: entry.attempt,
-        ...(entry.key === undefined ? {} : { k: entry.key }),
-        ...(entry.headers === EMPTY_HEADERS ? {} : { h: entry.headers }),
-      };
-      this.#poisonToDlq(envelope, packed, error, []); // spill-only: the DLQ is in memory
-      entry.state = 'done';
-      return false;
-    }
+    lane.cursor = tail[from]!.seq;
+    lane.diskCount += tail.length - from;
   }
 
   #wouldSpill(messages: readonly PublishMessage<T>[], priorities: number[]): boolean {
@@ -629,7 +614,7 @@ class LevelQueue<T> implements LeaseQueue<T> {
       lane.cursor = entry.seq + 1;
       lane.head.push(entry);
     } else {
-      if (lane.diskCount === 0) this.#packHead(lane); // the lane overflows: a big frontier
+      if (lane.diskCount === 0) this.#spillHeadTail(lane, ops); // the lane overflows: a big frontier
       ops.push(this.#putRecord(entry, 'm', bytes));
       entry.onDisk = undefined;
       entry.state = 'done'; // the object is dropped; the record is the message now
@@ -780,7 +765,6 @@ class LevelQueue<T> implements LeaseQueue<T> {
         if (lane.head.peek()!.pending) break; // not written yet: nothing behind it goes first
         const entry = lane.head.shift()!;
         this.#ready--;
-        if (entry.packed !== undefined && !this.#unpack(entry)) continue;
         entry.state = 'leased';
         entry.attempt++;
         entry.generation++;
@@ -872,7 +856,6 @@ class LevelQueue<T> implements LeaseQueue<T> {
       leaseDeadline: 0,
       readyAt: envelope.r ?? 0,
       onDisk: this.#persist ? onDisk : undefined,
-      packed: undefined,
     };
   }
 
@@ -1200,7 +1183,6 @@ class LevelQueue<T> implements LeaseQueue<T> {
           leaseDeadline: 0,
           readyAt: 0,
           onDisk: undefined,
-          packed: undefined,
         };
         if (!this.#persist && !this.#backend.hasStore) {
           const lane = this.#lane(entry.priority);

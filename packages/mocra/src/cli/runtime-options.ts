@@ -5,6 +5,7 @@
 
 import {
   createRobotsCache,
+  HEAP_GROWTH_RANGE,
   type LinkScope,
   type LogLevel,
   type RobotsCache,
@@ -31,6 +32,8 @@ export interface RuntimeFlags {
   progress: boolean;
   progressInterval: number;
   strict: boolean;
+  /** V8 old-generation growth in percent of the live heap (Mocra.builder().heapGrowth); 0: V8's own. */
+  heapGrowth: number;
 }
 
 export interface CrawlFlags extends RuntimeFlags {
@@ -77,6 +80,15 @@ export function patternFlag(value: string, previous: UrlPattern[] = []): UrlPatt
     }
   }
   return [...previous, text];
+}
+
+/** `--heap-growth`: a percent in HEAP_GROWTH_RANGE, or 0 for V8's own factor. */
+function heapGrowthFlag(value: string): number {
+  const n = intFlag(0, HEAP_GROWTH_RANGE.max)(value);
+  if (n !== 0 && n < HEAP_GROWTH_RANGE.min) {
+    bad(`expected 0 or a percent from ${HEAP_GROWTH_RANGE.min} to ${HEAP_GROWTH_RANGE.max}, got ${n}`);
+  }
+  return n;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -139,12 +151,22 @@ export function addRuntimeFlags(cmd: Command): Command {
         .default(5)
         .argParser(intFlag(1, 3600)),
     )
-    .option('--strict', 'exit with 1 when any URL was given up on (not only when the crawl failed)', false);
+    .option('--strict', 'exit with 1 when any URL was given up on (not only when the crawl failed)', false)
+    .addOption(
+      new Option(
+        '--heap-growth <percent>',
+        'how far the JavaScript heap may grow past its live size between full GCs (0: V8 decides, up to 300)',
+      )
+        .default(50)
+        .argParser(heapGrowthFlag),
+    );
 }
 
 /** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
 export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): RobotsCache | undefined {
   const robots = flags.robots ? createRobotsCache() : undefined;
+  // First: the setting is the process's, and applies to everything allocated after it.
+  if (flags.heapGrowth > 0) builder.heapGrowth(flags.heapGrowth);
   builder
     .concurrency(flags.concurrency)
     .download({

@@ -1,0 +1,83 @@
+// limitHeapGrowth: the V8 factor it sets is the one V8 uses (read from V8's own GC trace in a
+// child process), a process started with its own --heap-growing-percent keeps it, and bad
+// values are refused with a typed error.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { limitHeapGrowth } from '../src/engine/heap-growth.js';
+import { MocraError } from '../src/errors.js';
+
+interface ChildRun {
+  stdout: string;
+  /** The factor of every new old-generation limit V8 computed, e.g. "1.5". */
+  factors: string[];
+}
+
+function runChild(percent: string, nodeFlags: string[] = []): Promise<ChildRun> {
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeFlags,
+      '--trace-gc-verbose',
+      '--import',
+      'tsx',
+      '--conditions=@mocra/source',
+      path.join(import.meta.dirname, 'heap-growth-child.ts'),
+      percent,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
+  child.stderr.resume();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('the child did not finish in 60 s'));
+    }, 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`child exited with ${code}: ${out.slice(-500)}`));
+      // Only the limits set after the child applied its setting (tsx's own loading comes first).
+      const after = out.slice(Math.max(0, out.indexOf('RESULT')));
+      const factors = [...after.matchAll(/\[HeapController\] Limit: .*\((\d+\.\d+)\)/g)].map((m) => m[1]!);
+      resolve({ stdout: out, factors });
+    });
+  });
+}
+
+test('limitHeapGrowth(50) makes V8 grow the old generation by 1.5× the live heap', async () => {
+  const run = await runChild('50');
+  expect(run.stdout).toContain('RESULT set');
+  expect(run.stdout).toContain('DONE');
+  expect(run.factors.length).toBeGreaterThan(0);
+  expect(new Set(run.factors)).toEqual(new Set(['1.5']));
+}, 90_000);
+
+test('a process started with its own --heap-growing-percent keeps it', async () => {
+  const run = await runChild('50', ['--heap-growing-percent=30']);
+  expect(run.stdout).toContain('RESULT kept');
+  expect(run.factors.length).toBeGreaterThan(0);
+  expect(new Set(run.factors)).toEqual(new Set(['1.3']));
+}, 90_000);
+
+test('without it V8 keeps its own factor', async () => {
+  const run = await runChild('none');
+  expect(run.factors.length).toBeGreaterThan(0);
+  expect(run.factors.every((f) => f === '1.5')).toBe(false);
+}, 90_000);
+
+test('a percent that is not a whole number from 10 to 300 is an InvalidArgumentError', () => {
+  for (const bad of [0, 9, 301, 50.5, Number.NaN]) {
+    let caught: unknown;
+    try {
+      limitHeapGrowth(bad);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(MocraError);
+    expect((caught as MocraError).code).toBe('MOCRA_ERR_INVALID_ARGUMENT');
+  }
+});
