@@ -13,8 +13,8 @@
  * | `any`         | always                                                                           |
  */
 import picomatch from 'picomatch';
-import { getDomain } from 'tldts';
 import { InvalidArgumentError } from '../../errors.js';
+import { lazyRequire } from '../../optional-dependency.js';
 
 export type LinkScope = 'same-host' | 'same-domain' | 'prefix' | 'any';
 export const LINK_SCOPES: readonly LinkScope[] = ['same-host', 'same-domain', 'prefix', 'any'];
@@ -76,12 +76,14 @@ export function compileUrlPattern(pattern: UrlPattern): Matcher {
 }
 
 const domainCache = new Map<string, string>();
+// The public suffix list is ~5 MB of RSS once loaded; only the same-domain scope needs it.
+const tldts = lazyRequire<typeof import('tldts')>('tldts');
 
 /** The registrable domain of a hostname (public-suffix aware), or the hostname itself for IPs and single labels. */
 export function registrableDomain(hostname: string): string {
   let domain = domainCache.get(hostname);
   if (domain === undefined) {
-    domain = getDomain(hostname, { allowPrivateDomains: true }) ?? hostname;
+    domain = tldts().getDomain(hostname, { allowPrivateDomains: true }) ?? hostname;
     if (domainCache.size >= 10_000) domainCache.clear();
     domainCache.set(hostname, domain);
   }
