@@ -31,7 +31,11 @@ export type HeapGrowthResult =
 export const HEAP_GROWTH_RANGE = { min: 10, max: 300 } as const;
 
 function startedWithFlag(): boolean {
-  const given = (arg: string) => arg === FLAG || arg.startsWith(`${FLAG}=`);
+  // V8 takes `_` and `-` alike in flag names.
+  const given = (arg: string) => {
+    const name = arg.split('=')[0]!.replaceAll('_', '-');
+    return name === FLAG;
+  };
   if (process.execArgv.some(given)) return true;
   return (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(given);
 }

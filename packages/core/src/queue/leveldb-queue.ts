@@ -579,14 +579,12 @@ class LevelQueue<T> implements LeaseQueue<T> {
         from = i + 1;
       }
     }
+    // #putRecord marked each entry as on disk; in spill-only mode nothing in memory has a record.
+    for (const entry of tail) entry.onDisk = undefined;
     for (let i = 0; i < from; i++) lane.head.push(tail[i]!);
     if (from === tail.length) return;
     for (const op of records) ops.push(op);
-    for (let i = from; i < tail.length; i++) {
-      const entry = tail[i]!;
-      entry.onDisk = undefined;
-      entry.state = 'done'; // the object is dropped; the record is the message now
-    }
+    for (let i = from; i < tail.length; i++) tail[i]!.state = 'done'; // the record is the message now
     lane.cursor = tail[from]!.seq;
     lane.diskCount += tail.length - from;
   }
