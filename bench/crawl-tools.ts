@@ -9,7 +9,8 @@
  *               the least a Node crawler can do, the ceiling
  *   mocra       a spider whose parse is `cx.enqueueLinks()` (same-host scope), default engine
  *   mocra-cli   the `mocra crawl` command's spider and sink, in process (records to /dev/null,
- *               politeness gate and robots.txt off as with --no-robots)
+ *               politeness gate and robots.txt off as with --no-robots), with the V8 settings
+ *               of the `mocra` bin and of the crawl's default flags
  *   crawlee     Crawlee 3.18.1 CheerioCrawler whose requestHandler is `enqueueLinks()`
  *               (same-hostname strategy), storage in memory, autoscaling pinned (see below)
  *
@@ -22,6 +23,7 @@
  * `ru_maxrss` of the whole process.
  */
 import fs from 'node:fs';
+import v8 from 'node:v8';
 import { Parser } from 'htmlparser2';
 import { Agent } from 'undici';
 
@@ -94,7 +96,18 @@ async function raw(): Promise<Result> {
 }
 
 // Libraries are loaded before the clock starts: module loading is not crawling.
+if (tool === 'mocra-cli') {
+  // What the `mocra` bin does while its modules load (packages/mocra/src/cli/main.ts): V8's
+  // young generation held at its start size and its heap growth at 50 %, then V8's own again
+  // until the crawl applies its flags.
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
+  v8.setFlagsFromString('--heap-growing-percent=50');
+}
 const mocraLib = tool.startsWith('mocra') ? await import('mocra') : undefined;
+if (tool === 'mocra-cli') {
+  v8.setFlagsFromString('--semi-space-growth-factor=2');
+  v8.setFlagsFromString('--heap-growing-percent=0');
+}
 const crawleeLib = tool === 'crawlee' ? await import('crawlee') : undefined;
 
 async function mocra(cli: boolean): Promise<Result> {
@@ -138,7 +151,8 @@ async function mocra(cli: boolean): Promise<Result> {
     });
   if (cli) {
     builder.politeness({ maxConcurrency: concurrency, jitter: 0 });
-    builder.heapGrowth(50); // the CLI's default (--heap-growth 50)
+    // The CLI's V8 settings: --heap-growth 50, --young-generation 8, no --wasm-tier-up.
+    builder.heapGrowth(50).youngGeneration(8).wasmTierUp(false);
   }
   const summary = await builder.run();
   if (summary.errors > 0) console.error(JSON.stringify(summary.errorsByCode));

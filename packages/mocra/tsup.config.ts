@@ -1,8 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // The library, and the `mocra` bin (package.json "bin").
-  entry: { index: 'src/index.ts', cli: 'src/cli/main.ts' },
+  // The library, the `mocra` bin (package.json "bin") and the program it loads after setting V8 up.
+  entry: { index: 'src/index.ts', cli: 'src/cli/main.ts', program: 'src/cli/program.ts' },
   format: ['esm'],
   target: 'node20',
   platform: 'node',

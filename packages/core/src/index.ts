@@ -321,6 +321,8 @@ export type {
   StageRunnerStats,
   StageStats,
   StopReason,
+  WasmTierUpResult,
+  YoungGenerationResult,
 } from './engine/index.js';
 export {
   createEngine,
@@ -328,7 +330,10 @@ export {
   HEAP_GROWTH_RANGE,
   LocalDelivery,
   limitHeapGrowth,
+  limitYoungGeneration,
   StageRunner,
+  setWasmTierUp,
+  YOUNG_GENERATION_RANGE,
 } from './engine/index.js';
 export type { PolicyStats, WatchdogTimeouts } from './engine/recovery.js';
 export { DEFAULT_WATCHDOG_TIMEOUTS } from './engine/recovery.js';

@@ -211,3 +211,44 @@ function pageFetches(): number {
   const s = site.stats();
   return s.requests - (s.paths['/robots.txt'] ?? 0);
 }
+
+describe("the bin's V8 settings", () => {
+  // The built bin, as installed: under tsx the loader's own allocations would come first.
+  const BIN = path.resolve(import.meta.dirname, '../../mocra/dist/cli.js');
+  const PROBE = path.resolve(import.meta.dirname, 'fixtures/young-generation-probe.cjs');
+
+  async function largestYoungGeneration(extra: string[]): Promise<number> {
+    const out = path.join(tmp, `young-${extra.join('')}.jsonl`);
+    const child = spawn(
+      process.execPath,
+      [
+        '--require',
+        PROBE,
+        BIN,
+        'crawl',
+        `${site.url}/graph/2000/10/51200/0`,
+        '--no-robots',
+        '--no-progress',
+        '-o',
+        out,
+        ...extra,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code, stderr).toBe(0);
+    expect(readJsonl(out)).toHaveLength(2000);
+    const largest = /YOUNG-GENERATION-LARGEST (\d+)/.exec(stderr);
+    expect(largest, stderr).not.toBeNull();
+    return Number(largest![1]);
+  }
+
+  test('the young generation stays at 8 MB from the start, and grows past it with --young-generation 0', async () => {
+    expect(await largestYoungGeneration([])).toBeLessThanOrEqual(8 * 1024 * 1024);
+    expect(await largestYoungGeneration(['--young-generation', '0'])).toBeGreaterThan(8 * 1024 * 1024);
+  }, 120_000);
+});

@@ -18,6 +18,7 @@
  */
 import v8 from 'node:v8';
 import { InvalidArgumentError } from '../errors.js';
+import { startedWithV8Flag } from './v8-flags.js';
 
 const FLAG = '--heap-growing-percent';
 
@@ -30,16 +31,6 @@ export type HeapGrowthResult =
 /** The lowest and highest percent accepted: below 10 the GC would run almost continuously. */
 export const HEAP_GROWTH_RANGE = { min: 10, max: 300 } as const;
 
-function startedWithFlag(): boolean {
-  // V8 takes `_` and `-` alike in flag names.
-  const given = (arg: string) => {
-    const name = arg.split('=')[0]!.replaceAll('_', '-');
-    return name === FLAG;
-  };
-  if (process.execArgv.some(given)) return true;
-  return (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(given);
-}
-
 /**
  * Let V8's old generation grow by at most `percent` % of the live heap between full GCs
  * (V8 picks 10–300 % on its own, 300 % for a crawl). See the module comment.
@@ -50,7 +41,7 @@ export function limitHeapGrowth(percent: number): HeapGrowthResult {
       `heap growth must be a whole percent from ${HEAP_GROWTH_RANGE.min} to ${HEAP_GROWTH_RANGE.max}, got ${percent}`,
     );
   }
-  if (startedWithFlag()) return 'kept';
+  if (startedWithV8Flag(FLAG)) return 'kept';
   v8.setFlagsFromString(`${FLAG}=${percent}`);
   return 'set';
 }

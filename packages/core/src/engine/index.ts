@@ -16,3 +16,7 @@ export type { LocalDeliveryFields } from './local-delivery.js';
 export { LocalDelivery } from './local-delivery.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';
+export type { WasmTierUpResult } from './wasm-tier-up.js';
+export { setWasmTierUp } from './wasm-tier-up.js';
+export type { YoungGenerationResult } from './young-generation.js';
+export { limitYoungGeneration, YOUNG_GENERATION_RANGE } from './young-generation.js';

@@ -90,6 +90,8 @@ describe('usage errors exit 2 and name what was wrong', () => {
     [['crawl', 'http://x.test/', '--log-level', 'loud'], /Allowed choices are trace/],
     [['crawl', 'http://x.test/', '--heap-growth', '5'], /expected 0 or a percent from 10 to 300, got 5/],
     [['run', 'spider.ts', '--heap-growth', '301'], /expected a number from 0 to 300, got 301/],
+    [['crawl', 'http://x.test/', '--young-generation', '1'], /expected 0 or MB from 2 to 32, got 1/],
+    [['run', 'spider.ts', '--young-generation', '64'], /expected a number from 0 to 32, got 64/],
     [['crawl', 'not-a-url'], /'not-a-url' is not an absolute URL.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'ftp://x.test/'], /only http and https.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'http://x.test/', '--out', 'pages.txt'], /must end in \.jsonl or \.csv/],
