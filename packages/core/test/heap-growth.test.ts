@@ -1,10 +1,9 @@
 // limitHeapGrowth: the V8 factor it sets is the one V8 uses (read from V8's own GC trace in a
 // child process), a process started with its own --heap-growing-percent keeps it, and bad
 // values are refused with a typed error.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { expect, test } from 'vitest';
 import { limitHeapGrowth } from '../src/engine/heap-growth.js';
+import { runV8Child } from './v8-child.js';
 
 interface ChildRun {
   stdout: string;
@@ -12,39 +11,12 @@ interface ChildRun {
   factors: string[];
 }
 
-function runChild(percent: string, nodeFlags: string[] = []): Promise<ChildRun> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeFlags,
-      '--trace-gc-verbose',
-      '--import',
-      'tsx',
-      '--conditions=@mocra/source',
-      path.join(import.meta.dirname, 'heap-growth-child.ts'),
-      percent,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => {
-    out += b.toString();
-  });
-  child.stderr.resume();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('the child did not finish in 60 s'));
-    }, 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`child exited with ${code}: ${out.slice(-500)}`));
-      // Only the limits set after the child applied its setting (tsx's own loading comes first).
-      const after = out.slice(Math.max(0, out.indexOf('RESULT')));
-      const factors = [...after.matchAll(/\[HeapController\] Limit: .*\((\d+\.\d+)\)/g)].map((m) => m[1]!);
-      resolve({ stdout: out, factors });
-    });
-  });
+async function runChild(percent: string, nodeFlags: string[] = []): Promise<ChildRun> {
+  const out = await runV8Child('heap-growth-child.ts', [percent], ['--trace-gc-verbose', ...nodeFlags]);
+  // Only the limits set after the child applied its setting (tsx's own loading comes first).
+  const after = out.slice(Math.max(0, out.indexOf('RESULT')));
+  const factors = [...after.matchAll(/\[HeapController\] Limit: .*\((\d+\.\d+)\)/g)].map((m) => m[1]!);
+  return { stdout: out, factors };
 }
 
 test('limitHeapGrowth(50) makes V8 grow the old generation by 1.5× the live heap', async () => {

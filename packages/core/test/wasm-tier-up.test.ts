@@ -2,46 +2,19 @@
 // read from V8's own peak compiler memory in a child process making real HTTP requests — and
 // with it on (V8's default) the optimising compile shows as tens of MB; a process started with
 // its own --liftoff-only keeps it.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { expect, test } from 'vitest';
+import { runV8Child } from './v8-child.js';
 
 const MIB = 1024 * 1024;
 
-function runChild(
+async function runChild(
   setting: string,
   nodeFlags: string[] = [],
 ): Promise<{ result: string | undefined; grew: number }> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeFlags,
-      '--import',
-      'tsx',
-      '--conditions=@mocra/source',
-      path.join(import.meta.dirname, 'wasm-tier-up-child.ts'),
-      setting,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => {
-    out += b.toString();
-  });
-  child.stderr.resume();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('the child did not finish in 60 s'));
-    }, 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const peak = /PEAK (\d+) (\d+)/.exec(out);
-      if (code !== 0 || peak === null)
-        return reject(new Error(`child exited with ${code}: ${out.slice(-500)}`));
-      resolve({ result: /RESULT (\w+)/.exec(out)?.[1], grew: Number(peak[1]) - Number(peak[2]) });
-    });
-  });
+  const out = await runV8Child('wasm-tier-up-child.ts', [setting], nodeFlags);
+  const peak = /PEAK (\d+) (\d+)/.exec(out);
+  if (peak === null) throw new Error(`no PEAK line: ${out.slice(-500)}`);
+  return { result: /RESULT (\w+)/.exec(out)?.[1], grew: Number(peak[1]) - Number(peak[2]) };
 }
 
 test("V8's default optimises the parser: its compiler memory peaks tens of MB higher", async () => {

@@ -2,47 +2,20 @@
 // heap statistics in a child process that keeps objects alive across scavenges), it grows to
 // V8's 32 MB without the cap, a process started with its own semi-space size keeps it, and
 // bad values are refused with a typed error.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { expect, test } from 'vitest';
 import { limitYoungGeneration } from '../src/engine/young-generation.js';
+import { runV8Child } from './v8-child.js';
 
 const MIB = 1024 * 1024;
 
-function runChild(
+async function runChild(
   cap: string,
   nodeFlags: string[] = [],
 ): Promise<{ result: string | undefined; largest: number }> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeFlags,
-      '--import',
-      'tsx',
-      '--conditions=@mocra/source',
-      path.join(import.meta.dirname, 'young-generation-child.ts'),
-      cap,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => {
-    out += b.toString();
-  });
-  child.stderr.resume();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('the child did not finish in 60 s'));
-    }, 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const largest = /LARGEST (\d+)/.exec(out);
-      if (code !== 0 || largest === null)
-        return reject(new Error(`child exited with ${code}: ${out.slice(-500)}`));
-      resolve({ result: /RESULT (\w+)/.exec(out)?.[1], largest: Number(largest[1]) });
-    });
-  });
+  const out = await runV8Child('young-generation-child.ts', [cap], nodeFlags);
+  const largest = /LARGEST (\d+)/.exec(out);
+  if (largest === null) throw new Error(`no LARGEST line: ${out.slice(-500)}`);
+  return { result: /RESULT (\w+)/.exec(out)?.[1], largest: Number(largest[1]) };
 }
 
 test('without a cap V8 grows the young generation past 16 MB', async () => {
