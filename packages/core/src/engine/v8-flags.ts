@@ -4,15 +4,13 @@
  * they started node with wins, and mocra leaves it alone.
  */
 export function startedWithV8Flag(...flags: string[]): boolean {
-  // V8 takes `_` and `-` alike in flag names, and `--no-x` is the same flag as `--x`.
-  const names = new Set(flags.map((f) => f.replaceAll('_', '-').replace(/^--(no-)?/, '')));
-  const given = (arg: string) =>
-    names.has(
-      arg
-        .split('=')[0]!
-        .replaceAll('_', '-')
-        .replace(/^--(no-)?/, ''),
-    );
+  const names = new Set(flags.map(flagName));
+  const given = (arg: string) => names.has(flagName(arg.split('=')[0]!));
   if (process.execArgv.some(given)) return true;
   return (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(given);
+}
+
+/** A flag's name as V8 reads it: `_` and `-` alike, and `--no-x` the same flag as `--x`. */
+function flagName(flag: string): string {
+  return flag.replaceAll('_', '-').replace(/^--(no-)?/, '');
 }
