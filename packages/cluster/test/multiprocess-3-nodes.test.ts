@@ -22,8 +22,12 @@ describe('3 nodes as child processes', () => {
       'n2 to be promoted to voter',
       async () => (await cluster.status('n1'))?.voters.length === 2,
     );
-    // n2 is a follower: n3 joins through it, and it forwards the request to the leader.
-    expect((await cluster.status('n2'))?.role).toBe('follower');
+    // n2 is a follower: n3 joins through it, and it forwards the request to the leader. n2 learns
+    // that its promotion committed one heartbeat after the leader does, so wait for its own view.
+    await eventually(
+      'n2 to see itself a voter',
+      async () => (await cluster.status('n2'))?.role === 'follower',
+    );
     await cluster.start('n3', [cluster.node('n2').raftAddr]);
     await eventually('three voters', async () => {
       const st = await cluster.status('n3');
