@@ -504,9 +504,19 @@ export type {
   ResourceFetchInit,
   RobotsCacheOptions,
   RobotsEntry,
+  RobotsKey,
+  RobotsRecord,
+  RobotsRules,
   RobotsStatus,
 } from './frontier/robots/index.js';
-export { createResourceFetcher, createRobotsCache, RobotsCache } from './frontier/robots/index.js';
+export {
+  compileRobotsTxt,
+  createResourceFetcher,
+  createRobotsCache,
+  parseRobotsRecords,
+  productToken,
+  RobotsCache,
+} from './frontier/robots/index.js';
 export type { DiscoverSitemapsOptions, ReadSitemapOptions, SitemapEntry } from './frontier/sitemap/index.js';
 export { discoverSitemaps, readSitemap, SitemapParser } from './frontier/sitemap/index.js';
 export type {

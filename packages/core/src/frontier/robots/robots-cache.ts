@@ -1,6 +1,6 @@
 /**
- * robots.txt, fetched once per origin and cached (bounded), parsed with `robots-parser`, and
- * handled the way RFC 9309 says when it cannot be read:
+ * robots.txt, fetched once per origin and cached (bounded), parsed and matched by
+ * `robots-txt.ts` (RFC 9309), and handled the way RFC 9309 says when it cannot be read:
  *
  * | robots.txt answer                     | what the crawler may do                            |
  * | ------------------------------------- | -------------------------------------------------- |
@@ -17,22 +17,13 @@
  * `Crawl-delay` (not in the RFC, but widely used) comes back with every verdict, in
  * milliseconds, for the scheduler to honour.
  */
-import { createRequire } from 'node:module';
+import { InvalidArgumentError } from '../../errors.js';
 import { type Clock, systemClock } from '../../schedule/clock.js';
 import type { RobotsGuard, RobotsVerdict } from '../politeness/host-scheduler.js';
 import { createResourceFetcher, type ResourceFetcher, readLimited } from './resource-fetcher.js';
+import { compileRobotsTxt, productToken, type RobotsRules } from './robots-txt.js';
 
-interface ParsedRobots {
-  isAllowed(url: string, ua?: string): boolean | undefined;
-  getCrawlDelay(ua?: string): number | undefined;
-  getSitemaps(): string[];
-}
-
-// robots-parser is CommonJS with a hand-written ambient declaration that NodeNext cannot call.
-const robotsParser = createRequire(import.meta.url)('robots-parser') as (
-  url: string,
-  text: string,
-) => ParsedRobots;
+type ParsedRobots = RobotsRules;
 
 export type RobotsStatus = 'parsed' | 'unavailable' | 'unreachable';
 
@@ -57,7 +48,11 @@ export interface RobotsEntry {
 }
 
 export interface RobotsCacheOptions {
-  /** Product token matched against `User-agent:` lines (case-insensitive). @default 'mocra' */
+  /**
+   * Product token matched against `User-agent:` lines (case-insensitive). A User-Agent string is
+   * accepted too: its leading token is used (`MyBot/1.0 (+https://…)` matches `User-agent: mybot`).
+   * @default 'mocra'
+   */
   userAgent?: string;
   /** How robots.txt is fetched. @default an undici GET with 5 redirects */
   fetch?: ResourceFetcher;
@@ -88,7 +83,13 @@ export class RobotsCache implements RobotsGuard {
   #fetches = 0;
 
   constructor(options: RobotsCacheOptions = {}) {
-    this.#userAgent = (options.userAgent ?? 'mocra').trim().toLowerCase() || 'mocra';
+    const token = productToken((options.userAgent ?? 'mocra').trim());
+    if (token === '') {
+      throw new InvalidArgumentError(
+        `robots userAgent '${options.userAgent}' has no product token (letters, '-' and '_' at its start)`,
+      );
+    }
+    this.#userAgent = token;
     this.#fetch = options.fetch ?? createResourceFetcher();
     this.#maxEntries = options.maxEntries ?? 10_000;
     this.#ttl = options.ttlMs ?? 86_400_000;
@@ -173,17 +174,15 @@ export class RobotsCache implements RobotsGuard {
       const status = res.status;
       if (status >= 200 && status < 300) {
         const { bytes } = await readLimited(res, this.#maxBytes);
-        const text = new TextDecoder('utf-8').decode(bytes);
-        // Rules are matched against URLs of this origin: parse with the origin's robots URL
-        // even after a redirect to another host (RFC 9309 §2.3.1.2).
-        const rules = robotsParser(robotsUrl, text);
-        const delay = rules.getCrawlDelay(this.#userAgent);
+        // Rules apply to URLs of this origin, even after a redirect to another host
+        // (RFC 9309 §2.3.1.2): the cache is keyed by the origin asked for.
+        const rules = compileRobotsTxt(bytes, this.#userAgent);
+        const delay = rules.crawlDelaySeconds;
         result = {
           rules,
           entry: this.#entry(origin, 'parsed', status, now(), this.#ttl, {
-            sitemaps: rules.getSitemaps(),
-            crawlDelayMs:
-              delay !== undefined && delay >= 0 && Number.isFinite(delay) ? delay * 1000 : undefined,
+            sitemaps: [...rules.sitemaps],
+            crawlDelayMs: delay === undefined ? undefined : delay * 1000,
           }),
         };
       } else {
@@ -257,9 +256,8 @@ export class RobotsCache implements RobotsGuard {
     const { entry, rules } = loaded;
     switch (entry.status) {
       case 'parsed':
-        // robots-parser answers undefined for a URL of another origin: not ours to judge.
         return {
-          allowed: rules!.isAllowed(url.href, this.#userAgent) !== false,
+          allowed: rules!.isAllowed(url),
           crawlDelayMs: entry.crawlDelayMs,
         };
       case 'unavailable':
