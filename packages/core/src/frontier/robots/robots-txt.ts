@@ -320,20 +320,32 @@ function firstOf(s: string, from: number): number {
   return -1;
 }
 
-const UNRESERVED = /[A-Za-z0-9\-._~]/;
-/** Characters RFC 3986 allows nowhere in a URI: percent-encoded on both sides. */
-const UNSAFE = /[\x00-\x20"<>\\^`{|}\x7f]/;
-const NEEDS_WORK = /[%*$\x00-\x20"<>\\^`{|}\x7f-\uffff]/;
+/** Per ASCII code: 1 = unreserved (RFC 3986), 2 = allowed nowhere in a URI, 3 = `%`, `*` or `$`. */
+const KIND = new Uint8Array(128);
+for (const ch of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~')
+  KIND[ch.charCodeAt(0)] = 1;
+for (let c = 0; c <= 0x20; c++) KIND[c] = 2;
+for (const ch of '"<>\\^`{|}\x7f') KIND[ch.charCodeAt(0)] = 2;
+for (const ch of '%*$') KIND[ch.charCodeAt(0)] = 3;
+
+/** Whether `s` is not yet in canonical form (most paths are, and skip the rewrite). */
+function needsWork(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80 || KIND[c]! >= 2) return true;
+  }
+  return false;
+}
 const hex = (b: number) => `%${b < 16 ? '0' : ''}${b.toString(16).toUpperCase()}`;
 
 /** The canonical form of a URL path and query (see the module comment). */
 export function canonicalPath(path: string): string {
-  return NEEDS_WORK.test(path) ? canonicalize(path, false) : path;
+  return needsWork(path) ? canonicalize(path, false) : path;
 }
 
 /** The canonical form of a rule's pattern: like a path, but `*` and a final `$` keep their meaning. */
 export function canonicalPattern(pattern: string): string {
-  return NEEDS_WORK.test(pattern) ? canonicalize(pattern, true) : pattern;
+  return needsWork(pattern) ? canonicalize(pattern, true) : pattern;
 }
 
 function canonicalize(s: string, isPattern: boolean): string {
@@ -343,8 +355,7 @@ function canonicalize(s: string, isPattern: boolean): string {
     const c = s.charCodeAt(i);
     if (c === 37 /* % */ && isHexPair(s, i + 1)) {
       const byte = Number.parseInt(s.slice(i + 1, i + 3), 16);
-      const decoded = String.fromCharCode(byte);
-      out += byte < 0x80 && UNRESERVED.test(decoded) ? decoded : hex(byte);
+      out += byte < 0x80 && KIND[byte] === 1 ? String.fromCharCode(byte) : hex(byte);
       i += 2;
     } else if (c === 42 /* * */) {
       out += isPattern ? '*' : '%2A';
@@ -355,7 +366,7 @@ function canonicalize(s: string, isPattern: boolean): string {
       const cp = s.codePointAt(i)!;
       if (cp > 0xffff) i++;
       for (const b of Buffer.from(String.fromCodePoint(cp), 'utf8')) out += hex(b);
-    } else if (UNSAFE.test(ch)) {
+    } else if (KIND[c] === 2) {
       out += hex(c);
     } else {
       out += ch;
