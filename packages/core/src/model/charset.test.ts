@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { detectCharset } from './charset.js';
+import { cachedLabelCount, detectCharset, normalizeCharset } from './charset.js';
 import { Request } from './request.js';
 import { Response } from './response.js';
 
@@ -62,12 +62,56 @@ describe('charset detection', () => {
     expect(detectCharset(Buffer.from('<meta charset="utf-16">'), 'text/html').charset).toBe('utf-8');
   });
 
-  test('unknown labels are skipped; the default is utf-8', () => {
+  test('unknown labels are skipped; without a declaration: UTF-8 when the bytes are, else windows-1252', () => {
     expect(detectCharset(Buffer.from('x'), 'text/html; charset=klingon')).toMatchObject({
-      charset: 'utf-8',
+      charset: 'windows-1252',
       source: 'default',
     });
+    expect(detectCharset(Buffer.from('naïve'), 'text/html')).toMatchObject({
+      charset: 'utf-8',
+      source: 'detected',
+    });
     expect(response('naïve', 'text/html; charset=bogus').text()).toBe('naïve');
+    expect(response(LATIN1, 'text/html').text()).toBe('Grüße, café');
+    // A body cut by a size limit in the middle of a character is still UTF-8.
+    const cut = Buffer.from('日本語').subarray(0, 7);
+    expect(detectCharset(cut, 'text/html').charset).toBe('utf-8');
+    // JSON, CSS, JavaScript, plain text: UTF-8 unless declared.
+    expect(detectCharset(LATIN1, 'application/json')).toMatchObject({ charset: 'utf-8', source: 'default' });
+  });
+
+  test('a <meta charset> late in the head is found; one in a comment is not', () => {
+    const head = `<html><head><style>${'p{color:red}'.repeat(200)}</style>\n<meta charset="shift_jis"></head><body>`;
+    expect(Buffer.byteLength(head)).toBeGreaterThan(1024);
+    expect(response(Buffer.concat([Buffer.from(head), SJIS]), 'text/html').text()).toContain('日本語');
+    const commented = `<!--<meta charset="shift_jis">--><meta charset="windows-1252">`;
+    expect(detectCharset(Buffer.from(commented), 'text/html').charset).toBe('windows-1252');
+    // Past 1,024 bytes, a tag that cannot be in a head ends the search.
+    const inBody = `<html><head></head><body>${'<p>x</p>'.repeat(200)}<meta charset="shift_jis">`;
+    expect(detectCharset(Buffer.from(inBody), 'text/html').source).toBe('default');
+  });
+
+  test('XML declarations; replacement and x-user-defined labels', () => {
+    const xml = Buffer.concat([Buffer.from('<?xml version="1.0" encoding="ISO-8859-1"?><a>'), LATIN1]);
+    expect(detectCharset(xml, 'application/rss+xml')).toMatchObject({
+      charset: 'windows-1252',
+      source: 'meta',
+    });
+    expect(response(Buffer.from('abc'), 'text/html; charset=iso-2022-kr').text()).toBe('\ufffd');
+    expect(response(Buffer.from([0x61, 0x80]), 'text/html; charset=x-user-defined').text()).toBe('a\uf780');
+    expect(detectCharset(Buffer.from('<meta charset="x-user-defined">'), 'text/html').charset).toBe(
+      'windows-1252',
+    );
+  });
+
+  test('labels: ASCII whitespace and case only; unknown or absurd labels name nothing', () => {
+    expect(normalizeCharset(' \tShift_JIS\n')).toBe('shift_jis');
+    expect(normalizeCharset('latin1')).toBe('windows-1252');
+    expect(normalizeCharset('\u00a0utf-8')).toBeUndefined();
+    expect(normalizeCharset('x'.repeat(8192))).toBeUndefined();
+    // A unique bogus label per page costs nothing to remember: only real labels are cached.
+    for (let i = 0; i < 2000; i++) expect(normalizeCharset(`bogus-${i}`)).toBeUndefined();
+    expect(cachedLabelCount()).toBeLessThan(300);
   });
 
   test('invalid bytes are replaced by default; fatal mode throws MOCRA_ERR_TEXT_DECODING', () => {

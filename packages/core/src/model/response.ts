@@ -114,7 +114,7 @@ export class Response {
     return value === undefined ? undefined : value.split(';', 1)[0]!.trim().toLowerCase();
   }
 
-  /** The charset `text()` decodes with (BOM, then Content-Type, then `<meta>`, else utf-8). */
+  /** The charset `text()` decodes with (BOM, Content-Type, `<meta>`, then UTF-8 or windows-1252: docs/crawling.md#character-encodings). */
   get charset(): string {
     return this.#detect().charset;
   }
