@@ -34,6 +34,18 @@ describe('extractLinks', () => {
     expect(page.skipped).toBe(7);
   });
 
+  test('an empty fragment is dropped too; only C0 controls and spaces are trimmed from an href', () => {
+    expect(urls('<a href="/x#">x</a><a href="?#">y</a>')).toEqual([
+      'http://shop.example.com/x',
+      'http://shop.example.com/catalog/index.html?',
+    ]);
+    // A no-break space or an ideographic space is part of the href (browsers encode it).
+    expect(urls('<a href="\u00a0/x\u3000">x</a><a href=" \t/y\n">y</a>')).toEqual([
+      'http://shop.example.com/catalog/%C2%A0/x%E3%80%80',
+      'http://shop.example.com/y',
+    ]);
+  });
+
   test('<base href> applies to the whole document, even to links before it; a bad one is ignored', () => {
     const html = `<a href="before">1</a><base href="/deep/dir/"><base href="/second/"><a href="after">2</a>`;
     expect(urls(html)).toEqual([

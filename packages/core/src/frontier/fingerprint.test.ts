@@ -12,6 +12,9 @@ describe('normalizeUrl', () => {
     ['http://example.com/a#section', 'http://example.com/a'],
     ['http://example.com/a/../b/./c', 'http://example.com/b/c'],
     ['http://example.com/a?b=2&a=1', 'http://example.com/a?b=2&a=1'],
+    ['http://example.com/x?', 'http://example.com/x'],
+    ['http://example.com/x?#top', 'http://example.com/x'],
+    ['http://example.com/x#', 'http://example.com/x'],
   ])('%s → %s', (input, expected) => {
     expect(normalizeUrl(input)).toBe(expected);
   });
@@ -23,6 +26,24 @@ describe('normalizeUrl', () => {
         stripParams: ['utm_source', 'utm_medium'],
       }),
     ).toBe('http://e.com/?id=3');
+    expect(normalizeUrl('http://e.com/a?utm_source=x', { stripParams: ['utm_source'] })).toBe(
+      'http://e.com/a',
+    );
+    expect(normalizeUrl('http://e.com/?b=1&a%20b=2&a+b=3', { sortQuery: true })).toBe(
+      'http://e.com/?a%20b=2&a+b=3&b=1',
+    );
+  });
+
+  test('sorting and stripping never re-encode: different resources stay different', () => {
+    const both = { sortQuery: true, stripParams: ['utm_source'] };
+    for (const [a, b] of [
+      ['http://e.com/?q=a+b', 'http://e.com/?q=a%20b'],
+      ['http://e.com/?x=%2F', 'http://e.com/?x=/'],
+      ['http://e.com/?a', 'http://e.com/?a='],
+    ] as const) {
+      expect(normalizeUrl(a, both)).toBe(a);
+      expect(normalizeUrl(a, both)).not.toBe(normalizeUrl(b, both));
+    }
   });
 
   test('rejects what cannot be fetched', () => {

@@ -7,10 +7,12 @@
  * URL normalization (what "the same URL" means):
  *   - scheme and host lower-case (WHATWG URL parsing already does this and punycodes IDNs);
  *   - the default port dropped (http :80, https :443);
- *   - the fragment dropped (it never reaches the server);
+ *   - the fragment dropped (it never reaches the server), and an empty query (`/x?`);
  *   - an empty path becomes '/';
  *   - optionally, query parameters sorted by name (stable, so equal names keep their order)
- *     and parameters removed by name (tracking parameters such as utm_source).
+ *     and parameters removed by name (tracking parameters such as utm_source). Parameters are
+ *     moved or dropped as written, never re-encoded: `?q=a+b` and `?q=a%20b`, `?x=%2F` and
+ *     `?x=/`, `?a` and `?a=` stay different URLs (a server may tell them apart).
  *
  * sha1 is used for speed and spread, not for security; a collision costs one skipped page.
  */
@@ -60,18 +62,38 @@ export function normalizeUrl(url: string | URL, options: FingerprintOptions = {}
 export function normalizeParsedUrl(parsed: URL, options: FingerprintOptions = {}): string {
   const href = parsed.href;
   // WHATWG URL already lower-cases scheme and host and drops default ports; the fragment is ours to drop.
-  if ((options.sortQuery || (options.stripParams?.length ?? 0) > 0) && parsed.search.length > 1) {
-    const copy = new URL(href);
-    copy.hash = '';
-    const params = copy.searchParams;
-    for (const name of options.stripParams ?? []) params.delete(name);
-    if (options.sortQuery) params.sort();
-    // URLSearchParams re-serializes ('+' for spaces): only touch `search` when asked to.
-    copy.search = params.toString();
-    return copy.href;
-  }
   const hashAt = href.indexOf('#');
-  return hashAt < 0 ? href : href.slice(0, hashAt);
+  let url = hashAt < 0 ? href : href.slice(0, hashAt);
+  const queryAt = url.indexOf('?');
+  if (queryAt < 0) return url;
+  if (queryAt === url.length - 1) return url.slice(0, -1);
+  if (options.sortQuery || (options.stripParams?.length ?? 0) > 0) {
+    const query = rewriteQuery(url.slice(queryAt + 1), options);
+    url = query === '' ? url.slice(0, queryAt) : `${url.slice(0, queryAt + 1)}${query}`;
+  }
+  return url;
+}
+
+/** Sorts and strips `a=b&c` parameters by their decoded names, keeping each one's bytes as written. */
+function rewriteQuery(query: string, options: FingerprintOptions): string {
+  let params = query.split('&').map((raw) => ({ raw, name: paramName(raw) }));
+  const strip = options.stripParams;
+  if (strip !== undefined && strip.length > 0) params = params.filter((p) => !strip.includes(p.name));
+  // Array#sort is stable: parameters of one name keep their order.
+  if (options.sortQuery) params.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return params.map((p) => p.raw).join('&');
+}
+
+/** A parameter's name as a form decoder reads it (`+` is a space, `%xx` decoded). */
+function paramName(raw: string): string {
+  const eq = raw.indexOf('=');
+  const name = (eq < 0 ? raw : raw.slice(0, eq)).replaceAll('+', ' ');
+  if (!name.includes('%')) return name;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 /**

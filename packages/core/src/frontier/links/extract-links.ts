@@ -118,8 +118,10 @@ export function extractLinks(html: string, options: ExtractLinksOptions): Extrac
       continue;
     }
     const href = parsed.href;
+    // Not `parsed.hash`: it is '' for an empty fragment, and the href still ends with '#'.
+    const hashAt = href.indexOf('#');
     const link: ExtractedLink = {
-      url: parsed.hash === '' ? href : href.slice(0, href.length - parsed.hash.length),
+      url: hashAt < 0 ? href : href.slice(0, hashAt),
       parsed,
       tag: raw.tag,
       rel: raw.rel,
@@ -131,9 +133,14 @@ export function extractLinks(html: string, options: ExtractLinksOptions): Extrac
   return { links, baseUrl: base.href, title: scan.title, nofollowPage: scan.nofollowPage, skipped };
 }
 
-/** Resolve an href to an absolute http(s) URL, or undefined. */
+/**
+ * Resolve an href to an absolute http(s) URL, or undefined. Only what the URL parser strips is
+ * trimmed (C0 controls and spaces): a no-break space or an ideographic space around an href is
+ * part of it, as in browsers, and comes out percent-encoded. An href that is only a fragment
+ * (`#top`) points into the page itself and is not a link to follow.
+ */
 export function resolveHref(href: string, base: URL): URL | undefined {
-  const h = href.trim();
+  const h = trimC0(href);
   if (h === '' || h.charCodeAt(0) === 35 /* # */) return undefined;
   // Cheap rejections before the URL parser: schemes that are never crawlable.
   const colon = h.indexOf(':');
@@ -150,6 +157,15 @@ export function resolveHref(href: string, base: URL): URL | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
   if (url.hostname === '') return undefined;
   return url;
+}
+
+/** Strips leading and trailing C0 controls and spaces (U+0000–U+0020), as the URL parser does. */
+function trimC0(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && s.charCodeAt(start) <= 0x20) start++;
+  while (end > start && s.charCodeAt(end - 1) <= 0x20) end--;
+  return start === 0 && end === s.length ? s : s.slice(start, end);
 }
 
 interface ScanResult {

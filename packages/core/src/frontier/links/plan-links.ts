@@ -221,7 +221,7 @@ function toCandidate(
     label: options.label,
     node: options.node,
     request: options.request ? (copy ? { ...options.request } : options.request) : copy ? {} : NO_FIELDS,
-    parsed: link.parsed.hash === '' ? link.parsed : undefined,
+    parsed: link.parsed.href === link.url ? link.parsed : undefined,
   };
 }
 
