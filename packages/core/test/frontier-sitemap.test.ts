@@ -38,18 +38,30 @@ describe('on the fixture site', () => {
   });
 
   test('entries carry lastmod and the file they came from', async () => {
-    for await (const entry of readSitemap(`${site.url}/sitemaps/books-1.xml`)) {
-      expect(entry.url).toBe(`${site.url}/book/1`);
-      expect(entry.lastmod).toMatch(/^\d{4}-\d{2}-\d{2}$/);
-      expect(entry.sitemap).toBe(`${site.url}/sitemaps/books-1.xml`);
+    // Read on its own, as if the site's robots.txt listed it (it lists pages outside /sitemaps/).
+    const entries = [];
+    for await (const entry of readSitemap(`${site.url}/sitemaps/books-1.xml`, { listedBy: site.url })) {
+      entries.push(entry);
       break;
     }
+    expect(entries).toEqual([
+      {
+        url: `${site.url}/book/1`,
+        lastmod: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+        sitemap: `${site.url}/sitemaps/books-1.xml`,
+      },
+    ]);
   });
 
   test('a gzip file on its own and a plain-text sitemap', async () => {
-    expect(await collect(`${site.url}/sitemaps/catalog-pages.xml.gz`)).toEqual(
+    const gz = `${site.url}/sitemaps/catalog-pages.xml.gz`;
+    expect(await collect(gz, { listedBy: site.url })).toEqual(
       abs(layout.files['/sitemaps/catalog-pages.xml.gz']!),
     );
+    // Not listed by robots.txt or an index: its location is /sitemaps/, and its pages are not under it.
+    const errors: SitemapError[] = [];
+    expect(await collect(gz, { onError: (e) => errors.push(e) })).toEqual([]);
+    expect(errors[0]?.message).toMatch(/outside the sitemap's location/);
     expect(await collect(`${site.url}/sitemap.txt`)).toEqual(abs(layout.files['/sitemap.txt']!));
   });
 
@@ -99,7 +111,10 @@ describe('on the fixture site', () => {
 });
 
 /** A fetcher that serves fixed bodies (for cases the fixture site has no route for). */
-function staticFetcher(files: Record<string, Uint8Array | string>): ResourceFetcher & { calls: string[] } {
+function staticFetcher(
+  files: Record<string, Uint8Array | string>,
+  chunkSize = 7,
+): ResourceFetcher & { calls: string[] } {
   const calls: string[] = [];
   const fetcher = async (url: string): Promise<FetchedResource> => {
     calls.push(url);
@@ -111,7 +126,7 @@ function staticFetcher(files: Record<string, Uint8Array | string>): ResourceFetc
       headers: {},
       body: (async function* () {
         // In small chunks, so tags and lines are split across writes.
-        for (let i = 0; i < bytes.length; i += 7) yield bytes.subarray(i, i + 7);
+        for (let i = 0; i < bytes.length; i += chunkSize) yield bytes.subarray(i, i + chunkSize);
       })(),
       discard: async () => {},
     };
@@ -175,5 +190,101 @@ describe('forms and failures', () => {
     text.write('test/2');
     text.end();
     expect(text.take().urls.map((e) => e.url)).toEqual(['http://a.test/1', 'http://a.test/2']);
+  });
+});
+
+describe('where a sitemap may point (sitemaps.org: the sitemap file location)', () => {
+  const urlset = (...locs: string[]) =>
+    `<urlset>${locs.map((l) => `<url><loc>${l}</loc></url>`).join('')}</urlset>`;
+
+  test("only URLs under the sitemap's scheme, host, port and directory; the rest are skipped and reported", async () => {
+    const fetch = staticFetcher({
+      'http://a.test/shop/s.xml': urlset(
+        'http://a.test/shop/1',
+        'http://a.test/other',
+        'http://b.test/shop/1',
+        'https://a.test/shop/2',
+        'http://a.test:8080/shop/3',
+        'http://a.test/shop/deep/4',
+      ),
+    });
+    const errors: SitemapError[] = [];
+    const urls = await collect('http://a.test/shop/s.xml', { fetch, onError: (e) => errors.push(e) });
+    expect(urls).toEqual(['http://a.test/shop/1', 'http://a.test/shop/deep/4']);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/4 URL\(s\) outside .*http:\/\/a\.test\/shop\//),
+    ]);
+  });
+
+  test('an index lists sitemaps of its own origin only; theirs may list what the index may', async () => {
+    const fetch = staticFetcher({
+      'http://a.test/index.xml':
+        '<sitemapindex><sitemap><loc>http://a.test/maps/s1.xml</loc></sitemap><sitemap><loc>http://b.test/s2.xml</loc></sitemap></sitemapindex>',
+      'http://a.test/maps/s1.xml': urlset('http://a.test/page', 'http://b.test/page'),
+      'http://b.test/s2.xml': urlset('http://b.test/x'),
+    });
+    const errors: SitemapError[] = [];
+    expect(await collect('http://a.test/index.xml', { fetch, onError: (e) => errors.push(e) })).toEqual([
+      'http://a.test/page',
+    ]);
+    expect(fetch.calls).toEqual(['http://a.test/index.xml', 'http://a.test/maps/s1.xml']);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/1 sitemap\(s\) of another origin skipped/),
+      expect.stringMatching(/1 URL\(s\) outside/),
+    ]);
+  });
+
+  test('listed by robots.txt: the whole site on its own origin; cross-submits from another host only when allowed', async () => {
+    const files = {
+      'http://a.test/maps/s.xml': urlset('http://a.test/x'),
+      'http://cdn.test/s.xml': urlset('http://a.test/y', 'http://cdn.test/z'),
+    };
+    const urls = ['http://a.test/maps/s.xml', 'http://cdn.test/s.xml'];
+    const onError = () => {};
+    expect(await collect(urls, { fetch: staticFetcher(files), onError, listedBy: 'http://a.test' })).toEqual([
+      'http://a.test/x',
+      'http://cdn.test/z',
+    ]);
+    expect(
+      await collect(urls, {
+        fetch: staticFetcher(files),
+        onError,
+        listedBy: 'http://a.test',
+        crossSubmits: true,
+      }),
+    ).toEqual(['http://a.test/x', 'http://a.test/y', 'http://cdn.test/z']);
+    // Without listedBy the directory rule holds for both.
+    expect(await collect(urls, { fetch: staticFetcher(files), onError })).toEqual(['http://cdn.test/z']);
+  });
+});
+
+describe('hostile sitemaps cost their own file only', () => {
+  test('a 5 MB text line and an 8 KB+ <loc> are skipped without being kept; the next entries are read', async () => {
+    const fetch = staticFetcher(
+      {
+        'http://a.test/long.txt': `http://a.test/${'x'.repeat(5 * 1024 * 1024)}\nhttp://a.test/after\n`,
+        'http://a.test/long.xml': `<urlset><url><loc>http://a.test/${'y'.repeat(10_000)}</loc></url><url><loc>http://a.test/ok</loc></url></urlset>`,
+      },
+      64 * 1024,
+    );
+    expect(await collect(['http://a.test/long.txt', 'http://a.test/long.xml'], { fetch })).toEqual([
+      'http://a.test/after',
+      'http://a.test/ok',
+    ]);
+  });
+
+  test('a gzip of zeros past maxBytes is a SitemapError for that file; the other sitemaps are read', async () => {
+    const zeros = gzipSync(Buffer.alloc(64 * 1024 * 1024)); // ~64 KB that inflate to 64 MiB
+    const fetch = staticFetcher(
+      { 'http://a.test/zeros.xml.gz': zeros, 'http://a.test/ok.txt': 'http://a.test/1\nhttp://a.test/2\n' },
+      64 * 1024,
+    );
+    const errors: SitemapError[] = [];
+    const urls = await collect(['http://a.test/zeros.xml.gz', 'http://a.test/ok.txt'], {
+      fetch,
+      onError: (e) => errors.push(e),
+    });
+    expect(urls).toEqual(['http://a.test/1', 'http://a.test/2']);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/larger than maxBytes/)]);
   });
 });

@@ -3,7 +3,8 @@
  * The sitemaps are read (streamed, gunzipped, nested indexes followed) when the run's task
  * runs, and every listed page becomes a GET request that goes through the frontier like any
  * seed (dedup, scope of later links, maxPages). A sitemap that cannot be read is logged
- * (`MOCRA_ERR_SITEMAP`) and skipped; the crawl goes on with the others.
+ * (`MOCRA_ERR_SITEMAP`) and skipped; the crawl goes on with the others. A sitemap's URLs must lie
+ * under its location (docs/crawling.md#sitemaps): the others are skipped, and logged.
  */
 import {
   discoverSitemaps,
@@ -22,6 +23,12 @@ export interface SitemapSeedOptions {
   filter?: (entry: SitemapEntry) => boolean;
   /** Pages taken from these sitemaps at most. @default 1000000 */
   maxUrls?: number;
+  /**
+   * For `seeds.sitemaps(site)`: let a sitemap that the site's robots.txt lists on another host
+   * list the site's pages (the sitemaps protocol's cross-submits).
+   * @default false
+   */
+  crossSubmits?: boolean;
 }
 
 export interface SitemapSeed {
@@ -50,6 +57,7 @@ export async function requestsFromSitemaps(
       signal: ctx.signal,
       onError,
       maxUrls: seed.options.maxUrls ?? 1_000_000,
+      ...(seed.discover ? { listedBy: seed.url, crossSubmits: seed.options.crossSubmits === true } : {}),
     })) {
       if (seed.options.filter && !seed.options.filter(entry)) continue;
       const request = new Request(entry.url, seed.options.request);

@@ -2,7 +2,7 @@
  * `mocra crawl <url…>`: crawl a site by following its links, with the frontier's scope,
  * filters, limits and politeness, writing one record per page.
  */
-import type { ErrorEvent, PolicyDecision } from '@mocra/core';
+import { createLinkFilter, type ErrorEvent, type PolicyDecision } from '@mocra/core';
 import { Mocra } from '../builder.js';
 import { CliUsageError } from '../errors.js';
 import { type Ctx, defineSpider } from '../spider.js';
@@ -51,11 +51,20 @@ export async function crawlCommand(
     ...(flags.exclude.length > 0 ? { exclude: flags.exclude } : {}),
     respectNofollow: flags.respectNofollow,
   };
+  const sitemapScope = createLinkFilter(links);
   const spider = defineSpider<PageRecord>({
     name: 'crawl',
     startUrls,
     start(seeds) {
-      if (flags.sitemaps) for (const url of startUrls) seeds.sitemaps(new URL(url).origin);
+      if (!flags.sitemaps) return;
+      // Sitemap pages are held to the crawl's scope like links: measured from the start URL whose
+      // site listed them.
+      for (const url of startUrls) {
+        const reference = new URL(url);
+        seeds.sitemaps(reference.origin, {
+          filter: (entry) => sitemapScope.test(new URL(entry.url), reference),
+        });
+      }
     },
     parse(res, cx: Ctx<PageRecord>) {
       const found = cx.enqueueLinks(links);

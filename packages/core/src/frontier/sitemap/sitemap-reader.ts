@@ -12,7 +12,16 @@
  * Forms: `<urlset>`, `<sitemapindex>` (nested up to `maxDepth`), `.xml.gz` (detected by the
  * gzip magic bytes, whatever the Content-Type), plain text. Bounded: `maxBytes` per file
  * after decompression (50 MiB, the protocol's limit), `maxUrls` in all, `maxFiles` fetched;
- * each sitemap is read once (index loops end).
+ * each sitemap is read once (index loops end); a `<loc>` or text line longer than `MAX_LOC`
+ * is skipped without being kept. A file that breaks a bound costs that file, not the others.
+ *
+ * Where a sitemap's URLs may point (sitemaps.org, "Sitemap file location"): under the sitemap's
+ * own location — its scheme, host, port and directory — so a sitemap on one host can never seed
+ * another host. A sitemap listed by an index may also list what the index may (an index lists
+ * only sitemaps of its own origin). A sitemap that an origin's robots.txt lists on that origin
+ * covers the whole origin (robots.txt speaks for the site's root); one hosted on another origin
+ * covers the listing origin only with `crossSubmits` (the protocol's cross-submits). URLs outside
+ * are skipped, and `onError` hears of it once per file.
  */
 import { pipeline, Readable } from 'node:stream';
 import zlib from 'node:zlib';
@@ -48,10 +57,25 @@ export interface ReadSitemapOptions {
   signal?: AbortSignal;
   /**
    * Called with a sitemap that could not be read (the others are still read). Without it, the
-   * first such error is thrown.
+   * first such error is thrown. Also told (never thrown) of URLs skipped for being outside a
+   * sitemap's location.
    */
   onError?: (error: SitemapError) => void;
+  /**
+   * The origin whose robots.txt listed these sitemaps (`discoverSitemaps`): a listed sitemap on
+   * that origin may list any of its URLs.
+   */
+  listedBy?: string;
+  /**
+   * Let a sitemap hosted on another origin than `listedBy` list URLs of `listedBy` (the
+   * protocol's cross-submits through robots.txt).
+   * @default false
+   */
+  crossSubmits?: boolean;
 }
+
+/** Longest `<loc>` or text line read (the protocol caps URLs at 2,048 characters). */
+export const MAX_LOC = 8192;
 
 interface Found {
   urls: SitemapEntry[];
@@ -79,11 +103,13 @@ export async function* readSitemap(
   const seen = new Set<string>();
   let files = 0;
   let yielded = 0;
-  // Depth-first over indexes, but files in the order they are listed.
-  const stack: { url: string; depth: number }[] = [];
-  for (const u of (typeof url === 'string' ? [url] : [...url]).reverse()) stack.push({ url: u, depth: 0 });
+  // Depth-first over indexes, but files in the order they are listed. `scope`: the URL prefixes
+  // the file's entries must start with.
+  const stack: { url: string; depth: number; scope: string[] }[] = [];
+  for (const u of (typeof url === 'string' ? [url] : [...url]).reverse())
+    stack.push({ url: u, depth: 0, scope: topScope(u, options) });
   while (stack.length > 0 && yielded < maxUrls) {
-    const { url: current, depth } = stack.pop()!;
+    const { url: current, depth, scope } = stack.pop()!;
     if (seen.has(current)) continue;
     seen.add(current);
     if (files >= maxFiles) {
@@ -95,10 +121,16 @@ export async function* readSitemap(
     }
     files++;
     const children: string[] = [];
+    let outside = 0;
+    let example = '';
     try {
       for await (const found of streamSitemap(current, fetch, maxBytes, options.signal)) {
         for (const entry of found.urls) {
           if (yielded >= maxUrls) break;
+          if (!inScope(entry.url, scope)) {
+            if (outside++ === 0) example = entry.url;
+            continue;
+          }
           yielded++;
           yield entry;
         }
@@ -113,6 +145,14 @@ export async function* readSitemap(
           : new SitemapError(current, err instanceof Error ? err.message : String(err), { cause: err }),
       );
       continue;
+    } finally {
+      if (outside > 0)
+        options.onError?.(
+          new SitemapError(
+            current,
+            `${outside} URL(s) outside the sitemap's location (${scope.join(', ')}) skipped, e.g. ${example}`,
+          ),
+        );
     }
     if (children.length > 0) {
       if (depth + 1 > maxDepth) {
@@ -122,9 +162,49 @@ export async function* readSitemap(
         );
         continue;
       }
-      for (let i = children.length - 1; i >= 0; i--) stack.push({ url: children[i]!, depth: depth + 1 });
+      const origin = new URL(current).origin;
+      const foreign = children.filter((c) => new URL(c).origin !== origin);
+      if (foreign.length > 0)
+        options.onError?.(
+          new SitemapError(
+            current,
+            `${foreign.length} sitemap(s) of another origin skipped, e.g. ${foreign[0]}`,
+          ),
+        );
+      for (let i = children.length - 1; i >= 0; i--) {
+        const child = children[i]!;
+        if (new URL(child).origin !== origin) continue;
+        stack.push({ url: child, depth: depth + 1, scope: [directoryOf(child), ...scope] });
+      }
     }
   }
+}
+
+/** The prefixes a sitemap given to readSitemap may list (see the module comment). */
+function topScope(url: string, options: ReadSitemapOptions): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const scope = [directoryOf(parsed.href)];
+  if (options.listedBy !== undefined) {
+    const listedBy = new URL(options.listedBy).origin;
+    if (parsed.origin === listedBy || options.crossSubmits === true) scope.push(`${listedBy}/`);
+  }
+  return scope;
+}
+
+/** `scheme://host[:port]/dir/` of a URL: where its sitemap's entries may point. */
+function directoryOf(url: string): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname.slice(0, u.pathname.lastIndexOf('/') + 1)}`;
+}
+
+function inScope(url: string, scope: readonly string[]): boolean {
+  for (const prefix of scope) if (url.startsWith(prefix)) return true;
+  return false;
 }
 
 function report(options: ReadSitemapOptions, error: SitemapError): void {
@@ -212,11 +292,14 @@ export class SitemapParser {
   #mode: 'unknown' | 'xml' | 'text' = 'unknown';
   #xml: Parser | undefined;
   #textRest = '';
+  #lineTooLong = false;
   #urls: SitemapEntry[] = [];
   #children: string[] = [];
   // XML state
   #path: string[] = [];
   #text = '';
+  /** The text of the element being read passed MAX_LOC: its value is dropped. */
+  #textTooLong = false;
   #current: { loc?: string; lastmod?: string; changefreq?: string; priority?: string } | undefined;
 
   constructor(sourceUrl: string) {
@@ -235,10 +318,7 @@ export class SitemapParser {
 
   end(): void {
     if (this.#mode === 'xml') this.#xmlParser().end();
-    else if (this.#mode === 'text') {
-      this.#line(this.#textRest);
-      this.#textRest = '';
-    }
+    else if (this.#mode === 'text') this.#endLine();
   }
 
   /** URLs and child sitemaps found since the last call. */
@@ -249,11 +329,32 @@ export class SitemapParser {
     return out;
   }
 
+  /** Lines split in the new text only: a long line costs its length once, not once per chunk. */
   #writeText(text: string): void {
-    const all = this.#textRest + text;
-    const lines = all.split(/\r?\n/);
-    this.#textRest = lines.pop() ?? '';
-    for (const line of lines) this.#line(line);
+    let start = 0;
+    for (;;) {
+      const nl = text.indexOf('\n', start);
+      this.#appendLine(nl < 0 ? text.slice(start) : text.slice(start, nl));
+      if (nl < 0) return;
+      this.#endLine();
+      start = nl + 1;
+    }
+  }
+
+  #appendLine(part: string): void {
+    if (this.#lineTooLong || part === '') return;
+    if (this.#textRest.length + part.length > MAX_LOC) {
+      this.#lineTooLong = true;
+      this.#textRest = '';
+      return;
+    }
+    this.#textRest += part;
+  }
+
+  #endLine(): void {
+    if (!this.#lineTooLong) this.#line(this.#textRest);
+    this.#textRest = '';
+    this.#lineTooLong = false;
   }
 
   #line(line: string): void {
@@ -268,17 +369,23 @@ export class SitemapParser {
           const local = localName(name);
           this.#path.push(local);
           this.#text = '';
+          this.#textTooLong = false;
           if (local === 'url' || local === 'sitemap') this.#current = {};
         },
         ontext: (text) => {
-          this.#text += text;
+          if (this.#textTooLong) return;
+          if (this.#text.length + text.length > MAX_LOC) {
+            this.#textTooLong = true;
+            this.#text = '';
+          } else this.#text += text;
         },
         onclosetag: (name) => {
           const local = localName(name);
           this.#path.pop();
           const parent = this.#path[this.#path.length - 1];
-          const value = this.#text.trim();
+          const value = this.#textTooLong ? '' : this.#text.trim();
           this.#text = '';
+          this.#textTooLong = false;
           const current = this.#current;
           if ((parent === 'url' || parent === 'sitemap') && current) {
             if (local === 'loc') current.loc = value;
