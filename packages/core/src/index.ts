@@ -683,6 +683,7 @@ export {
   STAGE_LABELS,
   SystemSampler,
   statusClass,
+  THRESHOLD_DECISION_LABELS,
 } from './observability/metrics/index.js';
 export { importOptional } from './optional-dependency.js';
 export type { Backoff, BackoffStrategy } from './policy/backoff.js';

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { METRIC_FAMILIES } from '../src/index.js';
+import { METRIC_FAMILIES, THRESHOLD_DECISION_LABELS, THRESHOLD_DECISIONS } from '../src/index.js';
 
 const doc = readFileSync(join(import.meta.dirname, '../../../docs/metrics.md'), 'utf8');
 
@@ -28,4 +28,12 @@ test('every family is documented with its type and labels', () => {
 test('the docs list no family the registry does not have', () => {
   const known = new Set<string>(Object.values(METRIC_FAMILIES).map((f) => f.name));
   expect([...rows().keys()].filter((name) => !known.has(name))).toEqual([]);
+});
+
+test('every threshold decision has its label value in the docs, retry_after as upstream names it', () => {
+  const row = doc.split('\n').find((l) => l.startsWith('| `decision` |'));
+  expect(row).toBeDefined();
+  for (const decision of THRESHOLD_DECISIONS)
+    expect(row).toContain(`\`${THRESHOLD_DECISION_LABELS[decision]}\``);
+  expect(THRESHOLD_DECISION_LABELS['retry-later']).toBe('retry_after');
 });

@@ -3,7 +3,7 @@
 // (mocra_error_task_threshold_decision_total).
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createEngine, type Module, Request, startEngineApi } from '../src/index.js';
+import { createEngine, createErrorThresholds, type Module, Request, startEngineApi } from '../src/index.js';
 
 let site: FixtureSite;
 beforeAll(async () => {
@@ -50,6 +50,22 @@ test('policy decisions and threshold verdicts are counted per failure', async ()
     expect(sample(text, 'mocra_policy_decisions_total', 'action="retry"')).toBe(2);
     expect(sample(text, 'mocra_policy_decisions_total', 'action="dead_letter"')).toBe(0);
     expect(sample(text, 'mocra_error_task_threshold_decision_total', 'decision="continue"')).toBe(2);
+  } finally {
+    await api.close();
+  }
+});
+
+test('a cool-down verdict is counted as decision="retry_after" (the Rust project\'s label value)', async () => {
+  const engine = createEngine({ namespace: `metrics-retry-after-${process.pid}` });
+  const api = await startEngineApi(engine, { port: 0 });
+  try {
+    // Half of maxTaskErrors reached: the task is failing often, the next failure cools down.
+    const thresholds = createErrorThresholds({ maxTaskErrors: 4, maxModuleErrors: 0, maxRequestErrors: 0 });
+    const decisions = [1, 2, 3].map((i) => thresholds.record({ task: 'run-1', request: `r${i}` }).decision);
+    expect(decisions).toEqual(['continue', 'retry-later', 'retry-later']);
+    const text = await (await fetch(`${api.url}/metrics`)).text();
+    expect(sample(text, 'mocra_error_task_threshold_decision_total', 'decision="retry_after"')).toBe(2);
+    expect(text).not.toContain('decision="retry_later"');
   } finally {
     await api.close();
   }

@@ -25,6 +25,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Engine } from '../../engine/engine.js';
 import { type ErrorEvent, STAGE_TOPICS, type StageName, TOPICS } from '../../model/events.js';
+import type { ThresholdDecision } from '../../policy/error-thresholds.js';
 import {
   CHANNEL_NAMES,
   type DropMessage,
@@ -34,7 +35,7 @@ import {
   type RequestMessage,
   type ResponseMessage,
 } from '../channels.js';
-import { CRAWL_PIPELINE, errorKind } from './families.js';
+import { CRAWL_PIPELINE, errorKind, THRESHOLD_DECISION_LABELS } from './families.js';
 import { hostLabel, statusClass } from './label-guard.js';
 import type { BreakerStateLabel, EngineStateLabel, MocraMetrics } from './mocra-metrics.js';
 
@@ -188,7 +189,8 @@ export class EngineTelemetry {
     // where the stage and the run are known.
     this.#on<{ source?: unknown; verdict?: { decision?: unknown } }>('mocra:policy:decision', (m) => {
       if (m.source !== 'thresholds' || typeof m.verdict?.decision !== 'string') return;
-      this.metrics?.inc('thresholdDecisions', { decision: m.verdict.decision.replaceAll('-', '_') });
+      const decision = THRESHOLD_DECISION_LABELS[m.verdict.decision as ThresholdDecision];
+      if (decision !== undefined) this.metrics?.inc('thresholdDecisions', { decision });
     });
     this.#on<{ scope?: unknown; key?: unknown; to?: unknown }>('mocra:policy:breaker', (m) => {
       if (m.scope !== 'host' || typeof m.key !== 'string') return;

@@ -8,6 +8,7 @@
  * is not listed per family. Label values that come from open-ended input (`host`, `module`,
  * `code`, `queue`, `reason`, `component`, `domain`) pass a {@link LabelGuard} first.
  */
+import type { ThresholdDecision } from '../../policy/error-thresholds.js';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -134,7 +135,7 @@ export const METRIC_FAMILIES = {
   thresholdDecisions: {
     name: 'mocra_error_task_threshold_decision_total',
     type: 'counter',
-    help: 'Error-threshold verdicts per failure: continue, retry_later, skip, terminate_module or terminate_task.',
+    help: 'Error-threshold verdicts per failure: continue, retry_after (cool down, then retry), skip, terminate_module or terminate_task.',
     labelNames: ['decision'],
   },
   processorPanics: {
@@ -321,3 +322,17 @@ export function errorKind(code: string): string {
   if (code.startsWith('MOCRA_ERR_DAG_')) return 'dag';
   return 'other';
 }
+
+/**
+ * The `decision` label of `mocra_error_task_threshold_decision_total` for each threshold verdict.
+ * The values are the Rust project's (`ErrorDecision::RetryAfter` is our `retry-later`: the module
+ * or task is failing often, so the request is retried after a cool-down), so dashboards built for
+ * either read the other's metrics.
+ */
+export const THRESHOLD_DECISION_LABELS: Readonly<Record<ThresholdDecision, string>> = {
+  continue: 'continue',
+  'retry-later': 'retry_after',
+  skip: 'skip',
+  'terminate-module': 'terminate_module',
+  'terminate-task': 'terminate_task',
+};

@@ -12,6 +12,7 @@ export {
   errorKind,
   LATENCY_BUCKETS,
   METRIC_FAMILIES,
+  THRESHOLD_DECISION_LABELS,
 } from './families.js';
 export type { LabelGuardOptions } from './label-guard.js';
 export { hostLabel, LabelGuard, OVERFLOW_LABEL_VALUE, statusClass } from './label-guard.js';
