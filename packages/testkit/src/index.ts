@@ -10,6 +10,14 @@ export {
   type SitemapLayout,
 } from './crawl-rules/sitemaps.js';
 export {
+  EMPTY_GROUP_ROBOTS,
+  FOREIGN_SITEMAP_PATH,
+  LATE_META_TITLE,
+  LEGACY_TITLE,
+  STANDARDS_PATHS,
+  STANDARDS_ROBOTS,
+} from './crawl-rules/standards.js';
+export {
   FixtureListenError,
   FixtureOptionError,
   TESTKIT_ERROR_CODES,

@@ -1,4 +1,7 @@
-/** `/robots.txt`, the sitemap index, the XML, gzip and text sitemaps, and the two private pages. */
+/**
+ * `/robots.txt`, the sitemap index, the XML, gzip and text sitemaps, the two private pages, and
+ * the `/standards/` pages (standards.ts).
+ */
 import { gzipSync } from 'node:zlib';
 import { HTML_TYPE, htmlPage } from '../content/html.js';
 import type { RouteRegistrar } from '../site/context.js';
@@ -13,6 +16,7 @@ import {
   quoteSitemapPaths,
   urlsetXml,
 } from './sitemaps.js';
+import { registerStandardsRoutes } from './standards.js';
 
 const XML_TYPE = 'application/xml; charset=utf-8';
 
@@ -61,4 +65,6 @@ export const registerCrawlRuleRoutes: RouteRegistrar = (app, ctx) => {
   );
   app.get('/private/secret', (_req, reply) => reply.type(HTML_TYPE).send(secret));
   app.get('/private/public/notice', (_req, reply) => reply.type(HTML_TYPE).send(open));
+
+  registerStandardsRoutes(app, ctx);
 };
