@@ -268,25 +268,32 @@ function matcherOf(pattern: string): (path: string) => boolean {
 }
 
 /**
- * Google's matcher: `positions` holds every prefix length of `path` that the pattern read so
- * far can match; `*` opens every later position. No backtracking, so no pattern is slow.
+ * Google's matcher: `positions` holds, in order, every prefix length of `path` that the pattern
+ * read so far can match; `*` opens every later position. No backtracking, so no pattern is slow:
+ * at most pattern length × path length steps, in two buffers reused for the whole match.
  */
 function wildcardMatch(path: string, pattern: string): boolean {
   const n = path.length;
-  let positions: number[] = [0];
+  let positions = new Int32Array(n + 1);
+  let next = new Int32Array(n + 1);
+  let count = 1; // positions[0] = 0
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern.charCodeAt(i);
-    if (c === 36 /* $ */ && i === pattern.length - 1) return positions[positions.length - 1] === n;
+    if (c === 36 /* $ */ && i === pattern.length - 1) return positions[count - 1] === n;
     if (c === 42 /* * */) {
       const from = positions[0]!;
-      positions = [];
-      for (let p = from; p <= n; p++) positions.push(p);
+      count = n - from + 1;
+      for (let k = 0; k < count; k++) positions[k] = from + k;
       continue;
     }
-    const next: number[] = [];
-    for (const p of positions) if (p < n && path.charCodeAt(p) === c) next.push(p + 1);
-    if (next.length === 0) return false;
-    positions = next;
+    let kept = 0;
+    for (let k = 0; k < count; k++) {
+      const p = positions[k]!;
+      if (p < n && path.charCodeAt(p) === c) next[kept++] = p + 1;
+    }
+    if (kept === 0) return false;
+    [positions, next] = [next, positions];
+    count = kept;
   }
   return true;
 }
