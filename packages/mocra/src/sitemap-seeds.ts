@@ -11,6 +11,7 @@ import {
   type GenerateContext,
   Request,
   type RequestInit,
+  type RobotsCache,
   readSitemap,
   type SitemapEntry,
   type SitemapError,
@@ -29,6 +30,8 @@ export interface SitemapSeedOptions {
    * @default false
    */
   crossSubmits?: boolean;
+  /** For `seeds.sitemaps(site)`: the robots.txt cache to ask (the crawl's, so robots.txt is fetched once). */
+  robots?: RobotsCache;
 }
 
 export interface SitemapSeed {
@@ -48,7 +51,12 @@ export async function requestsFromSitemaps(
   for (const seed of seeds) {
     let urls: string[];
     try {
-      urls = seed.discover ? await discoverSitemaps(seed.url, { signal: ctx.signal }) : [seed.url];
+      urls = seed.discover
+        ? await discoverSitemaps(seed.url, {
+            signal: ctx.signal,
+            ...(seed.options.robots === undefined ? {} : { robots: seed.options.robots }),
+          })
+        : [seed.url];
     } catch (err) {
       ctx.log.warn({ err, url: seed.url }, 'sitemap discovery failed');
       continue;

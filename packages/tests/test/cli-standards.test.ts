@@ -75,6 +75,8 @@ test('robots.txt, charsets, URL forms and sitemaps through the real CLI', { time
   const paths = site.stats().paths;
   expect(paths[joe]).toBeUndefined();
   expect(paths[baz]).toBeUndefined();
+  // One fetch serves the robots rules and the sitemap discovery.
+  expect(paths['/robots.txt']).toBe(1);
 
   // Encoding sniffing: the decoy in a comment is ignored; a <meta> past 1 KB of head is found.
   expect(byPath.get(legacy)!.title).toBe(LEGACY_TITLE);

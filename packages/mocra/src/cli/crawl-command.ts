@@ -63,6 +63,7 @@ export async function crawlCommand(
         const reference = new URL(url);
         seeds.sitemaps(reference.origin, {
           filter: (entry) => sitemapScope.test(new URL(entry.url), reference),
+          ...(robots === undefined ? {} : { robots }),
         });
       }
     },
