@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Tests resolve sibling packages to their TypeScript sources through the `@mocra/source`
@@ -17,7 +18,7 @@ export default defineConfig({
       extends: true,
       test: {
         name,
-        root: `packages/${name}`,
+        root: path.join(import.meta.dirname, 'packages', name),
         include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
         environment: 'node',
       },

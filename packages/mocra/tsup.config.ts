@@ -1,8 +1,14 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // The library, the `mocra` bin (package.json "bin") and the program it loads after setting V8 up.
-  entry: { index: 'src/index.ts', cli: 'src/cli/main.ts', program: 'src/cli/program.ts' },
+  // The library, the `mocra` bin (package.json "bin"), the program it loads after setting V8 up,
+  // and the module hooks `mocra run` registers for a spider file (node:module loads them by URL).
+  entry: {
+    index: 'src/index.ts',
+    cli: 'src/cli/main.ts',
+    program: 'src/cli/program.ts',
+    'spider-hooks': 'src/cli/spider-hooks.ts',
+  },
   format: ['esm'],
   target: 'node20',
   platform: 'node',

@@ -121,6 +121,7 @@ export type {
   ResolveConfigOptions,
   ResolvedModuleConfig,
   SourcePosition,
+  UnknownEnvVariable,
 } from './config/index.js';
 export {
   applyLiveConfig,
@@ -141,11 +142,13 @@ export {
   ModuleConfigResolver,
   moduleConfigOf,
   moduleLayerSchema,
+  OTHER_ENV_VARIABLES,
   openLiveConfig,
   parseToml,
   readEnvOverrides,
   resolveConfig,
   TomlKeyLocator,
+  unknownEnvVariables,
 } from './config/index.js';
 export type {
   Coordination,
@@ -315,6 +318,7 @@ export type {
   HandlerResult,
   HeapGrowthResult,
   LocalDeliveryFields,
+  PersistLock,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,
@@ -331,6 +335,7 @@ export {
   LocalDelivery,
   limitHeapGrowth,
   limitYoungGeneration,
+  lockPersistDir,
   StageRunner,
   setWasmTierUp,
   YOUNG_GENERATION_RANGE,
@@ -617,6 +622,8 @@ export type {
   DropMessage,
   ErrorMessage,
   HandlerMessage,
+  DigestedFailure,
+  ErrorExample,
   ItemMessage,
   Logger,
   LoggerOptions,
@@ -626,7 +633,7 @@ export type {
   RunMessage,
   StageMessage,
 } from './observability/index.js';
-export { CHANNEL_NAMES, channels, createLogger, resolveLogLevel } from './observability/index.js';
+export { CHANNEL_NAMES, channels, createLogger, ErrorDigest, resolveLogLevel, rootCause } from './observability/index.js';
 export type {
   BufferedLoggerOptions,
   LogBufferOptions,

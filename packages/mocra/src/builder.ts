@@ -57,6 +57,7 @@ import {
   type LogRecordLevel,
   limitHeapGrowth,
   limitYoungGeneration,
+  lockPersistDir,
   type MemoryModuleConfigData,
   type Middleware,
   type MiddlewareManager,
@@ -68,6 +69,7 @@ import {
   type PolicyDecision,
   type QueueBackend,
   type RecoveryPolicyOptions,
+  readEnvOverrides,
   type RobotsCacheOptions,
   type RobotsGuard,
   type RunSummary,
@@ -76,6 +78,7 @@ import {
   type StageConcurrency,
   setWasmTierUp,
   startEngineApi,
+  unknownEnvVariables,
   type WatchdogTimeouts,
 } from '@mocra/core';
 import type { Dag } from '@mocra/dag';
@@ -165,7 +168,12 @@ export class MocraBuilder {
   #dagJobs: DagJobs | undefined;
   readonly #startListeners: ((engine: Engine) => void)[] = [];
 
-  /** Called with the engine once `run()` has built it, before it starts (progress displays poll its `stats()`). */
+  /**
+   * Called with the engine once `run()` has built it, before it starts (progress displays poll
+   * its `stats()`). With `.persist(dir)` the directory is already this process's (see
+   * `persist`): a listener may open files the run writes. A listener that throws fails `run()`
+   * before any work is taken.
+   */
   onStart(listener: (engine: Engine) => void): this {
     this.#startListeners.push(listener);
     return this;
@@ -331,6 +339,8 @@ export class MocraBuilder {
    * Make the run crash-safe on this machine: queues, retries, dead letters and the dedup set
    * live in LevelDB under `dir`. A process killed (even with SIGKILL) and started again with
    * the same `dir` resumes: nothing acknowledged is lost and finished pages are not fetched again.
+   * `run()` takes the directory first: while another process has it, `run()` rejects with
+   * `MOCRA_ERR_STORE_LOCKED` before anything is opened or fetched.
    */
   persist(dir: string): this {
     return this.#set({ persist: dir });
@@ -586,17 +596,27 @@ export class MocraBuilder {
    * `.dashboard()`, the API is up before the first task is taken and closes after the run.
    */
   async run(): Promise<RunSummary> {
-    const distributed = this.#distributed();
-    const runtime = distributed === undefined ? undefined : await this.#connect(distributed);
+    const persist = this.#options.persist;
+    const lock = persist === undefined ? undefined : await lockPersistDir(persist);
     try {
-      return await this.#runOn(runtime);
+      const distributed = this.#distributed();
+      const runtime = distributed === undefined ? undefined : await this.#connect(distributed);
+      try {
+        return await this.#runOn(runtime);
+      } finally {
+        await runtime?.close();
+      }
     } finally {
-      await runtime?.close();
+      await lock?.release();
     }
   }
 
   async #runOn(runtime: DistributedRuntime | undefined): Promise<RunSummary> {
     const { engine, logs, metricsRef } = this.#assemble(runtime);
+    // A `MOCRA_*` typo would otherwise change nothing without a word.
+    for (const unknown of unknownEnvVariables(process.env)) {
+      engine.log.warn({ variable: unknown.variable, suggestion: unknown.suggestion }, unknown.message);
+    }
     for (const listener of this.#startListeners) listener(engine);
     // Names a config layer selects (middleware) must exist: a typo fails here, not per request.
     await engine.modules.validateAll();
@@ -684,9 +704,16 @@ export class MocraBuilder {
     return this;
   }
 
-  /** The config from `.fromToml()` / `.config()` / `MOCRA_*`, read and validated once. */
+  /**
+   * The config from `.fromToml()` / `.config()` / `MOCRA_*`, read and validated once. The
+   * environment is read even without a file or values: a run with no `MOCRA_*` key set keeps
+   * the engine's own defaults (no config at all).
+   */
   #resolvedConfig(): MocraConfig | undefined {
-    if (this.#configFile === undefined && this.#configValues === undefined) return undefined;
+    if (this.#configFile === undefined && this.#configValues === undefined) {
+      const env = readEnvOverrides(process.env);
+      if (env.variables.size === 0 && env.issues.length === 0) return undefined;
+    }
     if (this.#config === undefined) {
       let toml: string | undefined;
       if (this.#configFile !== undefined) {

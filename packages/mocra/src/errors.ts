@@ -12,6 +12,8 @@ export const MOCRA_ERROR_CODES = {
     '`mocra run` could not load the spider file (missing, does not compile or throws on import) or found no spider exported in it.',
   MOCRA_ERR_START_UNREACHABLE:
     'No start URL of a `mocra crawl` could be fetched (connection refused, DNS, timeout, TLS…); the crawl fails with exit code 1.',
+  MOCRA_ERR_OUTPUT_RESUME:
+    'A `--persist` run cannot resume its `--out` file: the file is missing or shorter than the interrupted run wrote, so lines already done would be lost; restore the file, or start afresh with a new persist directory.',
 } as const;
 
 export type MocraErrorCode = keyof typeof MOCRA_ERROR_CODES;
@@ -56,5 +58,21 @@ export class StartUnreachableError extends MocraError {
     options: { cause?: unknown } = {},
   ) {
     super('MOCRA_ERR_START_UNREACHABLE', `cannot reach ${url}: ${reason}`, { ...options, retryable: false });
+  }
+}
+
+/** The `--out` file of a resumed `--persist` run is not the one the interrupted run wrote. */
+export class OutputResumeError extends MocraError {
+  override readonly name = 'OutputResumeError';
+  constructor(
+    readonly file: string,
+    found: 'missing' | 'shorter',
+    readonly expectedBytes: number,
+  ) {
+    super(
+      'MOCRA_ERR_OUTPUT_RESUME',
+      `cannot resume ${file}: ${found === 'missing' ? 'the file is gone' : 'the file is shorter'} than the interrupted run left it (${expectedBytes} bytes); its lines cannot be written again (their pages are done): restore the file, or start afresh with a new --persist directory`,
+      { retryable: false },
+    );
   }
 }

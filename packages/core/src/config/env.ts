@@ -6,8 +6,9 @@
  * (`401,403`), tables as JSON objects.
  *
  * `MOCRA_<TABLE>__<KEY>` naming a known table but an unknown key is an error (a typo would
- * otherwise be silently ignored). Other `MOCRA_*` variables (`MOCRA_LOG_LEVEL`, `MOCRA_NODE_ID`…)
- * belong to other components and are left alone.
+ * otherwise be silently ignored). The `MOCRA_*` variables of other components
+ * (OTHER_ENV_VARIABLES: `MOCRA_LOG_LEVEL`, `MOCRA_NODE_ID`…) are left alone; any other `MOCRA_*`
+ * variable is reported by unknownEnvVariables, with the closest known name.
  */
 import type { ConfigIssue } from '../errors.js';
 import { type ConfigKeyDescriptor, configKeys, defOf, ENV_PREFIX, knownKeysAt, unwrap } from './keys.js';
@@ -134,4 +135,61 @@ function parseJson(text: string, expected: 'array' | 'table'): { value: unknown 
       ? Array.isArray(value)
       : typeof value === 'object' && value !== null && !Array.isArray(value);
   return ok ? { value } : { error: `expected a JSON ${expected === 'array' ? 'array' : 'object'}` };
+}
+
+/**
+ * `MOCRA_*` variables that are not config keys but are read by other parts of mocra: logging,
+ * the distributed runtime and the Raft cluster, the browser downloader.
+ */
+export const OTHER_ENV_VARIABLES: readonly string[] = [
+  'MOCRA_LOG_LEVEL',
+  'MOCRA_DISABLE_LOGS',
+  'MOCRA_QUEUE',
+  'MOCRA_COORDINATION',
+  'MOCRA_RUN_ID',
+  'MOCRA_NODE_ID',
+  'MOCRA_HTTP_ADDR',
+  'MOCRA_DATA_DIR',
+  'MOCRA_SEEDS',
+  'MOCRA_CLUSTER_SECRET',
+  'MOCRA_CHROMIUM_PATH',
+];
+
+/** Set aside for test suites (their fixture URLs and services); never read by mocra itself. */
+const TEST_PREFIX = 'MOCRA_TEST_';
+
+/** A `MOCRA_*` variable nothing reads, and the known name closest to it. */
+export interface UnknownEnvVariable {
+  variable: string;
+  suggestion?: string;
+  /** One line for a person: `MOCRA_CRAWLR__TASK_CONCURRENCY is not a mocra variable (did you mean …?)`. */
+  message: string;
+}
+
+/**
+ * The `MOCRA_*` variables of `env` that are neither config keys nor read by another part of
+ * mocra — almost always a typo, which would otherwise change nothing without a word. A
+ * misspelt key of a known table is not listed here: readEnvOverrides refuses it.
+ */
+export function unknownEnvVariables(env: Readonly<Record<string, string | undefined>>): UnknownEnvVariable[] {
+  const known = new Set<string>([...configKeys().map((d) => d.env), ...OTHER_ENV_VARIABLES]);
+  const tables = new Set(
+    configKeys()
+      .filter((d) => d.path.length > 1)
+      .map((d) => d.path[0]!.toUpperCase()),
+  );
+  const out: UnknownEnvVariable[] = [];
+  for (const variable of Object.keys(env).sort()) {
+    if (!variable.startsWith(ENV_PREFIX) || env[variable] === undefined) continue;
+    if (known.has(variable) || variable.startsWith(TEST_PREFIX)) continue;
+    const parts = variable.slice(ENV_PREFIX.length).split('__');
+    if (parts.length > 1 && tables.has(parts[0]!)) continue;
+    const suggestion = suggest(variable, [...known]);
+    out.push({
+      variable,
+      ...(suggestion === undefined ? {} : { suggestion }),
+      message: `${variable} is not a mocra variable and is ignored${suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`}`,
+    });
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 export type { EngineConfigOptions } from './engine-options.js';
 export { applyLiveConfig, engineOptionsFromConfig } from './engine-options.js';
-export type { EnvOverrides } from './env.js';
-export { readEnvOverrides } from './env.js';
+export type { EnvOverrides, UnknownEnvVariable } from './env.js';
+export { OTHER_ENV_VARIABLES, readEnvOverrides, unknownEnvVariables } from './env.js';
 export type { ConfigKeyDescriptor, ConfigValueKind } from './keys.js';
 export { configKey, configKeys, ENV_PREFIX, envNameOf } from './keys.js';
 export type {

@@ -91,6 +91,7 @@ import {
 } from '../module/runtime.js';
 import type { GenerateContext, GenerateOutput, Module, ModuleNode } from '../module/types.js';
 import { channels } from '../observability/channels.js';
+import { ErrorDigest, type ErrorExample } from '../observability/error-digest.js';
 import { createLogger, type Logger, type LogLevel } from '../observability/logger.js';
 import { parseRetryAfterMs } from '../policy/backoff.js';
 import type { BreakerScope, BreakerSnapshot, BreakerState } from '../policy/circuit-breakers.js';
@@ -316,6 +317,8 @@ export interface RunSummary extends Omit<EngineStats, 'state' | 'paused' | 'upti
   durationMs: number;
   /** Messages left on the topics (ready, delayed or leased) when the run ended; 0 after an idle end. */
   pending: number;
+  /** Per error code (most frequent first): the count and the first occurrence's URL and message. */
+  errorExamples: Record<string, ErrorExample>;
 }
 
 const STAGES: readonly StageName[] = ['task', 'download', 'parse', 'parserTask', 'error'];
@@ -369,6 +372,7 @@ export class Engine {
   #removeSignalHandlers: (() => void) | undefined;
   readonly #counters = { pages: 0, items: 0, bytes: 0, errors: 0, retries: 0, deadLettered: 0, dropped: 0 };
   readonly #errorsByCode = new Map<string, number>();
+  readonly #errorDigest = new ErrorDigest();
 
   constructor(options: EngineOptions = {}) {
     this.#options = options;
@@ -1453,8 +1457,12 @@ export class Engine {
     this.#errorsByCode.set(event.code, (this.#errorsByCode.get(event.code) ?? 0) + 1);
     this.#db?.reported(event, decision);
     if (channels.error.hasSubscribers) channels.error.publish({ event, decision });
-    if (this.log.isLevelEnabled('warn')) {
-      this.log.warn(
+    // The first failure of each kind is logged with its error (the stack into the code that
+    // threw); repeats only at debug: the run summary counts them (errorsByCode, errorExamples).
+    const first = this.#errorDigest.record(event);
+    const level = first ? 'warn' : 'debug';
+    if (this.log.isLevelEnabled(level)) {
+      this.log[level](
         {
           code: event.code,
           stage: event.stage,
@@ -1463,8 +1471,9 @@ export class Engine {
           module: event.module,
           decision: decision.action,
           ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
+          ...(first ? { err: event.error } : {}),
         },
-        event.message,
+        first ? `${event.message} (the first of its kind; repeats are counted in the run summary)` : event.message,
       );
     }
     try {
@@ -1753,10 +1762,12 @@ export class Engine {
       endedAt,
       durationMs: endedAt - (this.#startedAt ?? endedAt),
       pending,
+      errorExamples: this.#errorDigest.byCode(),
     };
     this.#state = 'stopped';
     if (channels.run.hasSubscribers) channels.run.publish({ runId: this.runId, phase: 'end', reason });
-    this.log.info(
+    // With failures, at warn: the default level then shows how often each first failure repeated.
+    this.log[summary.errors > 0 ? 'warn' : 'info'](
       {
         reason,
         pages: summary.pages,
@@ -1765,8 +1776,9 @@ export class Engine {
         deadLettered: summary.deadLettered,
         pending,
         durationMs: summary.durationMs,
+        ...(summary.errors > 0 ? { errorsByCode: summary.errorsByCode } : {}),
       },
-      'run ended',
+      summary.errors > 0 ? `run ended with ${summary.errors} errors` : 'run ended',
     );
     this.#resolveRun?.(summary);
     return summary;

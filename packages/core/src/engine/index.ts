@@ -13,6 +13,8 @@ export { createEngine, Engine } from './engine.js';
 export type { HeapGrowthResult } from './heap-growth.js';
 export { HEAP_GROWTH_RANGE, limitHeapGrowth } from './heap-growth.js';
 export type { LocalDeliveryFields } from './local-delivery.js';
+export type { PersistLock } from './persistence.js';
+export { lockPersistDir } from './persistence.js';
 export { LocalDelivery } from './local-delivery.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';

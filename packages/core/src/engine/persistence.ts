@@ -3,6 +3,8 @@
  * directory, each part in its own LevelDB store (LevelDB allows one store per directory):
  *
  * ```
+ *  <dir>/lock      held open for the whole run (lockPersistDir): a second process is refused
+ *                  before it opens anything, its output files included
  *  <dir>/queue     the stage topics (LevelQueueBackend, persistent): every message not acked,
  *                  delayed retries with their due time and attempt count, every topic's DLQ
  *  <dir>/dedup     the frontier's seen set (TieredDeduplicator): what was admitted is never
@@ -29,7 +31,7 @@
  *     replays (they carry the attempt / replay header) are not skipped: they are meant to fetch.
  */
 import path from 'node:path';
-import { StoreFailedError } from '../errors.js';
+import { StoreFailedError, StoreLockedError } from '../errors.js';
 import type { Deduplicator, MarkSeenOptions } from '../frontier/dedup.js';
 import { type OpenedStore, openStore } from '../queue/leveldb-store.js';
 
@@ -40,12 +42,37 @@ const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
 
 /** The sub-directories of a persist directory. */
-export function persistPaths(dir: string): { queue: string; dedup: string; journal: string } {
+export function persistPaths(dir: string): { lock: string; queue: string; dedup: string; journal: string } {
   return {
+    lock: path.join(dir, 'lock'),
     queue: path.join(dir, 'queue'),
     dedup: path.join(dir, 'dedup'),
     journal: path.join(dir, 'journal'),
   };
+}
+
+/** A persist directory held by this process; `release()` lets the next process have it. */
+export interface PersistLock {
+  readonly dir: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Take a persist directory for this process, or fail with StoreLockedError (naming `dir`) when
+ * another process has it. The lock is LevelDB's own on `<dir>/lock`: the OS drops it when the
+ * process dies, even by SIGKILL, so a crashed run never leaves a stale lock behind. Take it
+ * before opening anything that the run writes — the queue and dedup stores only refuse on
+ * first use, and an output file opened before them would already be truncated or appended to.
+ */
+export async function lockPersistDir(dir: string): Promise<PersistLock> {
+  let store: OpenedStore;
+  try {
+    store = await openStore({ dir: persistPaths(dir).lock });
+  } catch (err) {
+    if (err instanceof StoreLockedError) throw new StoreLockedError(path.resolve(dir), { cause: err });
+    throw err;
+  }
+  return { dir: path.resolve(dir), release: () => store.close() };
 }
 
 export class RecoveryJournal {

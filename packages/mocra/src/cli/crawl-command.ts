@@ -6,9 +6,13 @@ import { createLinkFilter, type ErrorEvent, type PolicyDecision } from '@mocra/c
 import { Mocra } from '../builder.js';
 import { CliUsageError } from '../errors.js';
 import { type Ctx, defineSpider } from '../spider.js';
-import { type CliIo, execute, type Failure } from './execute.js';
-import { type PageRecord, RecordWriter } from './records.js';
+import { type CliIo, execute, type Output } from './execute.js';
+import { OutputFile } from './output-file.js';
+import { CSV_HEADER, type PageRecord, RECORD_FIELDS } from './records.js';
 import { type CrawlFlags, configureBuilder } from './runtime-options.js';
+
+/** A host name label: letters, digits, `-` inside, `_` (seen in private networks); up to 63. */
+const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/i;
 
 /** Absolute http(s) start URLs, or a CliUsageError naming the bad one. */
 export function checkStartUrls(urls: readonly string[]): string[] {
@@ -22,6 +26,11 @@ export function checkStartUrls(urls: readonly string[]): string[] {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new CliUsageError(`'${raw}': only http and https URLs can be crawled`);
+    }
+    // An IPv6 literal is checked by URL itself; a name must be one DNS could resolve.
+    const host = url.hostname.replace(/\.$/, '');
+    if (!host.startsWith('[') && !host.split('.').every((label) => LABEL.test(label))) {
+      throw new CliUsageError(`'${raw}': '${url.hostname}' is not a valid host name`);
     }
     return url.href;
   });
@@ -39,11 +48,10 @@ export async function crawlCommand(
   io: CliIo,
 ): Promise<number> {
   const startUrls = checkStartUrls(rawUrls);
-  const writer =
-    flags.out === undefined
-      ? undefined
-      : new RecordWriter(flags.out, { resume: flags.persist !== undefined });
-  const failures: Failure[] = [];
+  // Without --out, records go to standard output when it is a pipe or a file; on a terminal they
+  // are not kept (a page of JSON per page crawled is not for reading), and the CLI says so.
+  const file = flags.out ?? (io.stdout.isTTY === true ? undefined : '-');
+  let writer: OutputFile | undefined;
   const links = {
     scope: flags.scope,
     ...(flags.scope === 'prefix' ? { prefix: startUrls.map(directoryOf) } : {}),
@@ -85,15 +93,16 @@ export async function crawlCommand(
   });
   const builder = Mocra.builder();
   const robots = configureBuilder(builder, flags);
-  builder
-    .spider(spider, (record) => writer?.write(record))
-    .onError((event: ErrorEvent, decision: PolicyDecision) => {
-      if (decision.action === 'retry' || event.stage !== 'download') return;
-      const url = event.url ?? urlOf(event.payload);
-      if (url === undefined) return;
-      failures.push({ url, code: event.code, message: event.message });
-      writer?.write({
-        url,
+  builder.spider(spider, (record) => {
+    writer?.write(record.url, record);
+  });
+  // A URL given up on is a record too, with its error code.
+  const onError = (event: ErrorEvent, decision: PolicyDecision) => {
+    if (decision.action === 'retry' || event.stage !== 'download') return;
+    const url = event.url ?? urlOf(event.payload);
+    if (url === undefined) return;
+    writer?.write(url, {
+      url,
         finalUrl: null,
         status: event.status ?? null,
         contentType: null,
@@ -101,10 +110,29 @@ export async function crawlCommand(
         depth: depthOf(event.payload),
         title: null,
         links: 0,
-        fetchMs: null,
-        error: event.code,
-      });
+      fetchMs: null,
+      error: event.code,
+    } satisfies PageRecord);
+  };
+  const open = (): Output => {
+    if (file === undefined) {
+      return { file: undefined, written: () => 0, resumed: () => 0, close: () => {} };
+    }
+    const opened = new OutputFile(file, {
+      csv: { fields: RECORD_FIELDS, header: CSV_HEADER },
+      ...(flags.persist === undefined ? {} : { persist: flags.persist }),
     });
+    writer = opened;
+    return {
+      file: file === '-' ? 'standard output' : file,
+      written: () => opened.written,
+      resumed: () => opened.resumed,
+      close: () => opened.close(),
+    };
+  };
+  if (file === undefined) {
+    io.stderr.write('mocra: no --out: records are not kept (give --out pages.jsonl, or pipe standard output)\n');
+  }
   return execute(
     builder,
     flags,
@@ -112,16 +140,8 @@ export async function crawlCommand(
       robots,
       label: `crawl of ${startUrls.length === 1 ? startUrls[0] : `${startUrls.length} start URLs`}`,
       startUrls,
-      failures,
-      out:
-        writer === undefined
-          ? undefined
-          : {
-              file: writer.file,
-              written: () => writer.written,
-              resumed: () => writer.resumed,
-              close: () => writer.close(),
-            },
+      open,
+      onError,
     },
     io,
   );

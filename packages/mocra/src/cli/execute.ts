@@ -1,29 +1,57 @@
 /**
- * Running a configured builder for the CLI: progress while it runs, the summary after, and
- * the exit code.
+ * Running a configured builder for the CLI: progress while it runs, the first failure of each
+ * kind as it happens, the summary after, and the exit code.
  *
  * | exit | when |
  * | ---- | ---- |
  * | 0    | the crawl ran to its end (every reachable page done, or `--max-pages` reached) |
- * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, or (`--strict`) some URL was given up on |
+ * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, its output cannot be resumed, or (`--strict`) some URL was given up on |
  * | 2    | bad usage (flags, arguments) |
  * | 130  | interrupted (SIGINT/SIGTERM); with `--persist`, run the same command again to resume |
+ *
+ * Order at the start, for `--persist`: the builder takes the directory's lock first, then calls
+ * `onStart`, where the output file is opened — a second process on the same directory is
+ * refused before it has touched the file.
  */
-import { isMocraError, type RobotsCache, type RunSummary } from '@mocra/core';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import {
+  CHANNEL_NAMES,
+  type DropMessage,
+  type ErrorEvent,
+  isMocraError,
+  type PolicyDecision,
+  type RobotsCache,
+  type RunSummary,
+  rootCause,
+  unknownEnvVariables,
+} from '@mocra/core';
 import type { MocraBuilder } from '../builder.js';
 import { StartUnreachableError } from '../errors.js';
+import { ErrorReport, summaryLines } from './error-report.js';
 import { formatElapsed, ProgressReporter, rateOf } from './progress.js';
 import type { RuntimeFlags } from './runtime-options.js';
 
 export interface CliIo {
-  stdout: NodeJS.WritableStream;
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WriteStream;
 }
 
+/** A piece of work given up on. */
 export interface Failure {
+  /** Empty for work with no URL (a spider's `start()` that threw, a failed login). */
   url: string;
   code: string;
-  message: string;
+  /** What went wrong, without the URL (the cause's own message when there is one). */
+  reason: string;
+}
+
+/** Where records went, for the summary. */
+export interface Output {
+  /** The file as the user gave it, `standard output`, or undefined when nothing is kept. */
+  file: string | undefined;
+  written(): number;
+  resumed(): number;
+  close(): void;
 }
 
 export interface ExecuteContext {
@@ -32,10 +60,10 @@ export interface ExecuteContext {
   /** What the run is (`crawl of https://…`, `spider books`), for the summary. */
   label: string;
   startUrls: readonly string[];
-  /** URLs given up on, filled by the caller's onError. */
-  failures: Failure[];
-  /** Where records went, for the summary. */
-  out: { file: string; written: () => number; resumed: () => number; close: () => void } | undefined;
+  /** Open the output; called once the run may write (the persist directory is this process's). */
+  open(): Output;
+  /** Called for every failure after the CLI counted it (a crawl writes a record per URL given up). */
+  onError?: (event: ErrorEvent, decision: PolicyDecision) => void;
 }
 
 export async function execute(
@@ -51,39 +79,82 @@ export async function execute(
     ...(flags.maxPages === undefined ? {} : { total: flags.maxPages }),
     stream: io.stderr,
   });
+  const say = (text: string) => progress.log(text);
+  for (const unknown of unknownEnvVariables(process.env)) say(`mocra: warning: ${unknown.message}`);
+
+  const failures: Failure[] = [];
+  const report = new ErrorReport(say);
+  builder.onError((event, decision) => {
+    report.onError(event, decision);
+    if (decision.action !== 'retry') failures.push(failureOf(event));
+    ctx.onError?.(event, decision);
+  });
+  let out: Output | undefined;
   let engineStartedAt = Date.now();
   builder.onStart((engine) => {
+    out = ctx.open();
     engineStartedAt = Date.now();
     progress.start(engine);
   });
   if (flags.dashboard !== undefined) {
-    builder.dashboard({
-      port: flags.dashboard,
-      onListen: (url) => io.stderr.write(`mocra: dashboard at ${url}\n`),
-    });
+    builder.dashboard({ port: flags.dashboard, onListen: (url) => say(`mocra: dashboard at ${url}`) });
   }
+  const robotsUnreachable = countRobotsUnreachable();
   let summary: RunSummary;
   try {
     summary = await builder.run();
   } catch (err) {
     progress.stop();
-    ctx.out?.close();
-    io.stderr.write(`mocra: ${describe(err)}\n`);
-    return 1;
+    out?.close();
+    robotsUnreachable.stop();
+    say(`mocra: ${describe(err)}`);
+    return isMocraError(err) && err.code === 'MOCRA_ERR_CLI_USAGE' ? 2 : 1;
   }
+  robotsUnreachable.stop();
   progress.stop({
     pages: summary.pages,
     queued: summary.pending,
     errors: summary.errors,
     elapsedMs: Date.now() - engineStartedAt,
   });
-  ctx.out?.close();
-  printSummary(summary, ctx, io);
-  return exitCode(summary, flags, ctx, io);
+  out?.close();
+  printSummary(summary, { ...ctx, out, failures, robotsUnreachable: robotsUnreachable.count() }, io);
+  return exitCode(summary, flags, { ...ctx, out, failures }, io);
+}
+
+function failureOf(event: ErrorEvent): Failure {
+  const url = event.url ?? urlOf(event.payload) ?? '';
+  if (url === '') return { url, code: event.code, reason: event.message };
+  // "cannot reach <url>: <why>" names the URL once: the cause's own words, else the message without it.
+  const root = rootCause(event.error);
+  const reason =
+    root instanceof Error && root !== event.error ? root.message : event.message.replace(` for ${url}`, '');
+  return { url, code: event.code, reason };
+}
+
+function urlOf(payload: unknown): string | undefined {
+  const url = (payload as { url?: unknown } | undefined)?.url;
+  return typeof url === 'string' ? url : undefined;
+}
+
+/**
+ * Requests dropped because a host's robots.txt could not be fetched (not because it disallows
+ * them): a summary that called those "dropped by robots.txt" would blame a file nobody read.
+ */
+function countRobotsUnreachable(): { count(): number; stop(): void } {
+  let n = 0;
+  const onDrop = (message: unknown) => {
+    if (/^robots\.txt of .* is unreachable/.test((message as DropMessage).reason)) n++;
+  };
+  diagnosticsChannel.subscribe(CHANNEL_NAMES.drop, onDrop);
+  return {
+    count: () => n,
+    stop: () => diagnosticsChannel.unsubscribe(CHANNEL_NAMES.drop, onDrop),
+  };
 }
 
 /** A start URL whose robots.txt could not be fetched: the host itself is likely unreachable. */
-async function unreachableRobots(ctx: ExecuteContext): Promise<Failure | undefined> {
+async function unreachableRobots(ctx: { robots: RobotsCache | undefined; startUrls: readonly string[] }) {
   if (!ctx.robots) return undefined;
   for (const url of ctx.startUrls) {
     const entry = await ctx.robots.entry(new URL(url).origin).catch(() => undefined);
@@ -91,7 +162,7 @@ async function unreachableRobots(ctx: ExecuteContext): Promise<Failure | undefin
       return {
         url,
         code: '',
-        message: `its robots.txt could not be fetched (${entry.error ?? `HTTP ${entry.httpStatus}`})`,
+        reason: `${entry.error ?? `HTTP ${entry.httpStatus}`} (fetching its robots.txt)`,
       };
     }
   }
@@ -103,20 +174,34 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function printSummary(summary: RunSummary, ctx: ExecuteContext, io: CliIo): void {
+interface Ended {
+  out: Output | undefined;
+  failures: Failure[];
+}
+
+function printSummary(
+  summary: RunSummary,
+  ctx: ExecuteContext & Ended & { robotsUnreachable: number },
+  io: CliIo,
+): void {
   const seconds = summary.durationMs / 1000;
   const rate = rateOf({ pages: summary.pages, queued: 0, errors: 0, elapsedMs: summary.durationMs });
   const mb = (summary.bytes / 1_048_576).toFixed(1);
+  const disallowed = summary.dropped - ctx.robotsUnreachable;
   const lines = [
     `mocra: ${ctx.label} ${summary.reason === 'idle' ? 'finished' : `ended (${summary.reason})`} in ${formatElapsed(summary.durationMs)} (${seconds.toFixed(1)} s)`,
     `  pages     ${summary.pages} (${rate.toFixed(1)}/s, ${mb} MB), items ${summary.items}`,
     `  frontier  ${summary.frontier.admitted} admitted, ${summary.frontier.duplicates} duplicates, ${summary.frontier.overDepth} over max depth, ${summary.frontier.overLimit} over max pages`,
-    `  errors    ${summary.errors} (${summary.retries} retried, ${ctx.failures.length} given up), ${summary.dropped} dropped by robots.txt`,
+    `  errors    ${summary.errors} (${summary.retries} retried, ${ctx.failures.length} given up), ${disallowed} dropped by robots.txt${ctx.robotsUnreachable > 0 ? `, ${ctx.robotsUnreachable} not fetched (robots.txt unreachable)` : ''}`,
+    ...summaryLines(summary.errorExamples),
   ];
-  if (ctx.out) {
-    const resumed = ctx.out.resumed();
+  const out = ctx.out;
+  if (out?.file === undefined) {
+    lines.push('  out       none: records were not kept (give --out pages.jsonl, or pipe standard output)');
+  } else {
+    const resumed = out.resumed();
     lines.push(
-      `  out       ${ctx.out.file}: ${ctx.out.written()} records${resumed > 0 ? ` (+ ${resumed} from before the resume)` : ''}`,
+      `  out       ${out.file}: ${out.written()} records${resumed > 0 ? ` (+ ${resumed} from before the resume)` : ''}`,
     );
   }
   if (summary.pending > 0)
@@ -127,7 +212,7 @@ function printSummary(summary: RunSummary, ctx: ExecuteContext, io: CliIo): void
 async function exitCode(
   summary: RunSummary,
   flags: RuntimeFlags,
-  ctx: ExecuteContext,
+  ctx: ExecuteContext & Ended,
   io: CliIo,
 ): Promise<number> {
   if (summary.reason === 'signal') return 130;
@@ -137,11 +222,11 @@ async function exitCode(
       ctx.failures.find((f) => ctx.startUrls.includes(f.url)) ??
       ctx.failures[0] ??
       (summary.dropped > 0 ? await unreachableRobots(ctx) : undefined);
-    if (start) {
-      const err = new StartUnreachableError(
-        start.url,
-        start.code ? `${start.message} (${start.code})` : start.message,
-      );
+    if (start?.url === '') {
+      // Nothing to reach: the spider's start() threw, or its login failed.
+      io.stderr.write(`mocra: nothing was fetched: ${start.reason} (${start.code})\n`);
+    } else if (start) {
+      const err = new StartUnreachableError(start.url, start.reason);
       io.stderr.write(`mocra: ${err.message} (${err.code})\n`);
     } else if (summary.dropped > 0) {
       io.stderr.write(

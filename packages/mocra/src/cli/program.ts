@@ -3,7 +3,8 @@
  * on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
  */
 
-import { isMocraError, LINK_SCOPES, MOCRA_VERSION } from '@mocra/core';
+import { createRequire } from 'node:module';
+import { isMocraError, LINK_SCOPES } from '@mocra/core';
 import { Command, CommanderError, Option } from 'commander';
 import { crawlCommand } from './crawl-command.js';
 import type { CliIo } from './execute.js';
@@ -26,9 +27,37 @@ const EXAMPLES_RUN = `
 Examples:
   mocra run ./spiders/books.ts --out books.jsonl
   mocra run ./spider.js --concurrency 8 --per-host-concurrency 2 --no-robots
+  mocra run ./catalog-module.ts --config mocra.toml --persist ./state --out items.csv
 
-The file's default export (or its \`spider\` export) is the spider: an object with name,
-startUrls or start(seeds), and parse(res, cx) — what defineSpider() returns.`;
+The file's default export (or its \`spider\` or \`module\` export) is what runs: a spider —
+name, startUrls or start(seeds), and parse(res, cx), what defineSpider() returns — or a module,
+what defineModule() returns. The file needs no project of its own: \`mocra\` resolves from the
+file's project, else from this command's installation.`;
+
+/** This package's version, read at run time (a clone of the repository says it is not a release). */
+function version(): string {
+  // dist/program.js and src/cli/program.ts sit at different depths in the package.
+  const require = createRequire(import.meta.url);
+  let v = 'unknown';
+  for (const candidate of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = require(candidate) as { name?: string; version: string };
+      if (manifest.name === 'mocra') {
+        v = manifest.version;
+        break;
+      }
+    } catch {
+      // not at this depth
+    }
+  }
+  return v === '0.0.0' ? `${v} (unreleased: built from the repository, not a published package)` : v;
+}
+
+/** The runtime flags with the names of those given on the command line. */
+function withGiven<T extends object>(flags: T, command: Command): T & { given: ReadonlySet<string> } {
+  const given = new Set(Object.keys(flags).filter((key) => command.getOptionValueSource(key) === 'cli'));
+  return { ...flags, given };
+}
 
 export function createProgram(io: CliIo, onExit: (code: number) => void): Command {
   // `mocra crawl --help | head`: a closed pipe is not an error.
@@ -39,7 +68,7 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
   }
   const program = new Command('mocra')
     .description('Crawl and scrape from the command line (docs/cli.md)')
-    .version(MOCRA_VERSION, '-v, --version')
+    .version(version(), '-v, --version')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
@@ -74,18 +103,18 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
     )
     .addHelpText('after', EXAMPLES_CRAWL)
     .exitOverride();
-  addRuntimeFlags(crawl).action(async (urls: string[], flags: CrawlFlags) => {
-    onExit(await crawlCommand(urls, flags, io));
+  addRuntimeFlags(crawl).action(async (urls: string[], flags: CrawlFlags, command: Command) => {
+    onExit(await crawlCommand(urls, withGiven(flags, command), io));
   });
 
   const run = program
     .command('run')
-    .description('run a spider module (TypeScript or JavaScript) with the same runtime flags')
-    .argument('<spider-file>', 'file whose default export is the spider')
+    .description('run a spider or a module from a file (TypeScript or JavaScript) with the same runtime flags')
+    .argument('<file>', 'file whose default export is the spider or module')
     .addHelpText('after', EXAMPLES_RUN)
     .exitOverride();
-  addRuntimeFlags(run).action(async (file: string, flags: RuntimeFlags) => {
-    onExit(await runCommand(file, flags, io));
+  addRuntimeFlags(run).action(async (file: string, flags: RuntimeFlags, command: Command) => {
+    onExit(await runCommand(file, withGiven(flags, command), io));
   });
   addStoreCommands(program, io, onExit);
   return program;

@@ -3,12 +3,16 @@
  * CliUsageErrors, exit code 2), and how they configure the builder.
  */
 
+import { readFileSync } from 'node:fs';
 import {
+  ConfigReadError,
+  compileUrlPattern,
   createRobotsCache,
   HEAP_GROWTH_RANGE,
   type LinkScope,
   type LogLevel,
   type RobotsCache,
+  resolveConfig,
   type UrlPattern,
   YOUNG_GENERATION_RANGE,
 } from '@mocra/core';
@@ -26,6 +30,8 @@ export interface RuntimeFlags {
   maxDepth?: number;
   out?: string;
   persist?: string;
+  /** A mocra.toml (Mocra.builder().fromToml): its keys apply unless a flag given on the command line sets them. */
+  config?: string;
   dashboard?: number;
   retries: number;
   timeout: number;
@@ -39,6 +45,8 @@ export interface RuntimeFlags {
   youngGeneration: number;
   /** Whether V8 optimises WebAssembly (Mocra.builder().wasmTierUp). */
   wasmTierUp: boolean;
+  /** The flags given on the command line (the others hold their defaults). */
+  given: ReadonlySet<string>;
 }
 
 export interface CrawlFlags extends RuntimeFlags {
@@ -83,6 +91,11 @@ export function patternFlag(value: string, previous: UrlPattern[] = []): UrlPatt
     } catch (err) {
       bad(`invalid regular expression ${text}: ${(err as Error).message}`);
     }
+  }
+  try {
+    compileUrlPattern(text); // the crawl's own check: a glob it would refuse is refused here, at once
+  } catch (err) {
+    bad((err as Error).message);
   }
   return [...previous, text];
 }
@@ -142,6 +155,10 @@ export function addRuntimeFlags(cmd: Command): Command {
       '--persist <dir>',
       'keep the crawl state in this directory; run again with it to resume after a crash',
     )
+    .option(
+      '--config <file>',
+      'read settings from a mocra.toml (docs/configuration.md); flags given here win over it',
+    )
     .addOption(
       new Option('--dashboard <port>', 'serve the live dashboard and control API on this port').argParser(
         intFlag(0, 65_535),
@@ -189,6 +206,22 @@ export function addRuntimeFlags(cmd: Command): Command {
     );
 }
 
+/**
+ * The flags that stand for a key of mocra.toml: with `--config`, such a flag left at its
+ * default leaves the file's value (or the library default) in force.
+ */
+const CONFIG_FLAGS = ['concurrency', 'timeout', 'retries', 'logLevel'] as const;
+
+function configuredLogLevel(file: string): LogLevel | undefined {
+  let toml: string;
+  try {
+    toml = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigReadError(file, { cause: err });
+  }
+  return resolveConfig({ toml, file }).logger.level;
+}
+
 /** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
 export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): RobotsCache | undefined {
   const robots = flags.robots ? createRobotsCache() : undefined;
@@ -196,16 +229,20 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Ro
   if (flags.heapGrowth > 0) builder.heapGrowth(flags.heapGrowth);
   if (flags.youngGeneration > 0) builder.youngGeneration(flags.youngGeneration);
   builder.wasmTierUp(flags.wasmTierUp);
+  const apply = (flag: (typeof CONFIG_FLAGS)[number]) => flags.config === undefined || flags.given.has(flag);
+  if (flags.config !== undefined) builder.fromToml(flags.config);
+  if (apply('concurrency')) builder.concurrency(flags.concurrency);
+  builder.download({
+    ...(apply('concurrency') ? { connections: flags.concurrency } : {}),
+    ...(apply('timeout') ? { headersTimeoutMs: flags.timeout, bodyTimeoutMs: flags.timeout } : {}),
+    ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
+  });
+  if (apply('retries')) builder.retry({ maxRetries: flags.retries });
+  // The CLI's quieter default level holds unless the file sets one.
+  if (apply('logLevel') || configuredLogLevel(flags.config!) === undefined) {
+    builder.logging({ level: flags.logLevel });
+  }
   builder
-    .concurrency(flags.concurrency)
-    .download({
-      connections: flags.concurrency,
-      headersTimeoutMs: flags.timeout,
-      bodyTimeoutMs: flags.timeout,
-      ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
-    })
-    .retry({ maxRetries: flags.retries })
-    .logging({ level: flags.logLevel })
     .politeness({
       maxConcurrency: Math.min(flags.perHostConcurrency, flags.concurrency),
       delayMs: flags.delay,

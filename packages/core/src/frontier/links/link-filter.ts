@@ -65,6 +65,12 @@ export function compileUrlPattern(pattern: UrlPattern): Matcher {
     throw new InvalidArgumentError(`a URL pattern must be a glob string or a RegExp, got ${String(pattern)}`);
   }
   const glob = pattern.trim();
+  const unbalanced = unbalancedIn(glob);
+  if (unbalanced !== undefined) {
+    throw new InvalidArgumentError(
+      `invalid glob '${glob}': '${unbalanced}' is not closed (write \\${unbalanced} for the character itself, or /regex/ for a regular expression)`,
+    );
+  }
   let isMatch: (s: string) => boolean;
   try {
     isMatch = picomatch(glob, { dot: true });
@@ -73,6 +79,31 @@ export function compileUrlPattern(pattern: UrlPattern): Matcher {
   }
   if (glob.startsWith('/')) return (url) => isMatch(url.pathname + url.search);
   return (url) => isMatch(url.href);
+}
+
+const CLOSERS: Record<string, string> = { '[': ']', '{': '}', '(': ')' };
+
+/**
+ * The first bracket of a glob left open (unescaped). picomatch would take `[` as itself and
+ * `a{` as a pattern that matches nothing, so a typo would silently keep or drop every link.
+ */
+function unbalancedIn(glob: string): string | undefined {
+  const open: string[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c in CLOSERS) {
+      // Inside a character class only its own closing bracket counts.
+      if (open.at(-1) === '[') continue;
+      open.push(c);
+    } else if (open.length > 0 && c === CLOSERS[open.at(-1)!]) {
+      open.pop();
+    }
+  }
+  return open[0];
 }
 
 const domainCache = new Map<string, string>();

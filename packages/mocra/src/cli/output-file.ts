@@ -1,0 +1,191 @@
+/**
+ * Where `mocra crawl` writes its page records and `mocra run` its items: one per line, as JSON
+ * Lines or CSV (chosen by the file's extension), to a file or to standard output (`-`).
+ *
+ * Every line is handed to the OS with one synchronous write before the parse that produced it
+ * is acknowledged, so a crawl killed even with SIGKILL keeps every line it wrote.
+ *
+ * Exactly once across a resume (`--persist`). A kill can land after a line was written and
+ * before its page was acknowledged: the resumed run parses that page again and writes the same
+ * lines again. So with `--persist` the file has a ledger in the persist directory, and every
+ * line written to the file is followed by one ledger entry — the line's key (the item's stable
+ * `itemId`, a page record's URL) and the file's length after it:
+ *
+ * ```
+ *   out.jsonl                      <persist>/out/<hash of the path>.jsonl (the ledger)
+ *   {"title":"A"}\n   ─────────►   {"end":14,"key":"f3a…:0"}
+ *   {"title":"B"}\n   ─────────►   {"end":28,"key":"f3a…:1"}
+ *   {"title":"C"}\n     (killed before its entry)
+ * ```
+ *
+ * Reopening for the resume, the file is cut back to the last entry's `end` (here "C" goes: its
+ * page was not acknowledged, so it is parsed and written again), and a key the ledger holds is
+ * not written again (its page may be parsed again, its lines are already in). Each line is in
+ * the file exactly once whatever the kill point. The ledger is the point of truth: a file that
+ * is missing or shorter than the ledger says was changed by someone else, and the resume stops
+ * with MOCRA_ERR_OUTPUT_RESUME rather than write a file with holes. On standard output nothing
+ * can be cut back: the ledger still keeps keys from being written twice by later runs, but a
+ * line written just before a kill can appear again after the resume.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CliUsageError, OutputResumeError } from '../errors.js';
+import { csvField, formatOf, type RecordFormat } from './records.js';
+
+/** CSV columns: a fixed list (field → header name), or the first item's keys. */
+export type CsvColumns = { fields: readonly string[]; header: readonly string[] } | 'first-item';
+
+export interface OutputFileOptions {
+  /** How CSV lines are laid out. @default 'first-item' */
+  csv?: CsvColumns;
+  /** The persist directory: keep a ledger there and resume from it (see the module comment). */
+  persist?: string;
+}
+
+interface LedgerEntry {
+  end?: number | null;
+  key?: string;
+  columns?: string[];
+}
+
+export class OutputFile {
+  /** The path as given (`-` for standard output). */
+  readonly file: string;
+  readonly format: RecordFormat;
+  readonly #fd: number;
+  readonly #ledger: number | undefined;
+  readonly #keys = new Set<string>();
+  readonly #fixedColumns: { fields: readonly string[]; header: readonly string[] } | undefined;
+  #columns: string[] | undefined;
+  #end = 0;
+  #written = 0;
+  #resumed = 0;
+  #closed = false;
+
+  constructor(file: string, options: OutputFileOptions = {}) {
+    this.file = file;
+    this.format = formatOf(file);
+    const csv = options.csv ?? 'first-item';
+    this.#fixedColumns = csv === 'first-item' ? undefined : csv;
+    if (this.#fixedColumns) this.#columns = [...this.#fixedColumns.fields];
+    const stdout = file === '-';
+    const abs = stdout ? '-' : path.resolve(file);
+    const ledgerPath =
+      options.persist === undefined ? undefined : ledgerPathOf(options.persist, abs);
+    const entries = ledgerPath === undefined ? [] : readLedger(ledgerPath);
+    const resuming = entries.length > 0;
+    let trusted = 0;
+    for (const entry of entries) {
+      if (typeof entry.end === 'number') trusted = entry.end;
+      if (entry.columns && !this.#fixedColumns) this.#columns = entry.columns;
+      if (entry.key !== undefined) this.#keys.add(entry.key);
+    }
+    this.#resumed = this.#keys.size;
+    if (stdout) {
+      this.#fd = 1;
+    } else {
+      if (resuming) {
+        const size = fs.existsSync(abs) ? fs.statSync(abs).size : -1;
+        if (size < trusted) throw new OutputResumeError(file, size < 0 ? 'missing' : 'shorter', trusted);
+      }
+      try {
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        this.#fd = fs.openSync(abs, resuming ? 'r+' : 'w');
+      } catch (err) {
+        throw new CliUsageError(`--out ${file}: cannot open for writing (${(err as Error).message})`);
+      }
+      if (resuming) fs.ftruncateSync(this.#fd, trusted);
+      this.#end = trusted;
+    }
+    if (ledgerPath !== undefined) {
+      fs.mkdirSync(path.dirname(ledgerPath), { recursive: true });
+      this.#ledger = fs.openSync(ledgerPath, resuming ? 'a' : 'w');
+      // An entry cut short by a kill: the next one starts on a fresh line.
+      if (resuming && !fs.readFileSync(ledgerPath, 'utf8').endsWith('\n')) fs.writeSync(this.#ledger, '\n');
+    }
+    if (!resuming && this.format === 'csv' && this.#fixedColumns) {
+      this.#append(`${this.#fixedColumns.header.map(csvField).join(',')}\n`, { columns: this.#columns! });
+    }
+  }
+
+  /** Lines written by this process. */
+  get written(): number {
+    return this.#written;
+  }
+
+  /** Lines that were already in the file when it was reopened for a resume. */
+  get resumed(): number {
+    return this.#resumed;
+  }
+
+  /** Write one record or item under its key; false when the file already has that key. */
+  write(key: string, value: unknown): boolean {
+    if (this.#closed || this.#keys.has(key)) return false;
+    this.#keys.add(key);
+    if (this.format === 'jsonl') {
+      this.#append(`${JSON.stringify(value)}\n`, { key });
+    } else {
+      const record =
+        value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : { value };
+      if (this.#columns === undefined) {
+        this.#columns = Object.keys(record);
+        this.#append(`${this.#columns.map(csvField).join(',')}\n`, { columns: this.#columns });
+      }
+      const line = this.#columns.map((k) => {
+        const v = record[k];
+        return csvField(v !== null && typeof v === 'object' ? JSON.stringify(v) : v);
+      });
+      this.#append(`${line.join(',')}\n`, { key });
+    }
+    this.#written++;
+    return true;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#fd !== 1) fs.closeSync(this.#fd);
+    if (this.#ledger !== undefined) fs.closeSync(this.#ledger);
+  }
+
+  /** The line, then its ledger entry (the order the module comment relies on). */
+  #append(text: string, entry: LedgerEntry): void {
+    const bytes = Buffer.from(text);
+    if (this.#fd === 1) fs.writeSync(1, bytes);
+    else {
+      fs.writeSync(this.#fd, bytes, 0, bytes.length, this.#end);
+      this.#end += bytes.length;
+    }
+    if (this.#ledger !== undefined) {
+      const end = this.#fd === 1 ? null : this.#end;
+      fs.writeSync(this.#ledger, `${JSON.stringify({ end, ...entry })}\n`);
+    }
+  }
+}
+
+/** `<persist>/out/<hash>.jsonl`: one ledger per output path, so a resume with another --out starts its own. */
+export function ledgerPathOf(persist: string, absoluteOut: string): string {
+  const hash = createHash('sha256').update(absoluteOut).digest('hex').slice(0, 16);
+  return path.join(persist, 'out', `${hash}.jsonl`);
+}
+
+/** The complete entries of a ledger (an entry cut short by a kill is dropped). */
+function readLedger(file: string): LedgerEntry[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: LedgerEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    try {
+      out.push(JSON.parse(line) as LedgerEntry);
+    } catch {
+      // the entry a kill cut short: its line is past `end`, and is cut off the file
+    }
+  }
+  return out;
+}
