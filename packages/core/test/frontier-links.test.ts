@@ -200,6 +200,18 @@ describe('link filter: scopes and patterns', () => {
       expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }),
     );
   });
+
+  test('a glob with a bracket left open is refused (picomatch would match it literally or never)', () => {
+    for (const glob of ['[', '/books/[0-9', 'https://a.org/{x,y', '/a/(b']) {
+      expect(() => createLinkFilter({ include: glob }), glob).toThrow(
+        expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT', message: expect.stringMatching(/is not closed/) }),
+      );
+    }
+    const o = { scope: 'any' as const };
+    expect(keep('https://a.org/books/7', { ...o, include: '/books/[0-9]' })).toBe(true);
+    expect(keep('https://a.org/x/[1]', { ...o, include: '/x/\\[1]' })).toBe(true); // an escaped bracket is the character
+    expect(keep('https://a.org/b', { ...o, include: '/{a,b}' })).toBe(true);
+  });
 });
 
 describe('planLinks', () => {

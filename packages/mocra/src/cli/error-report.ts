@@ -77,8 +77,10 @@ function packageDirOf(url: string): string | undefined {
 export function summaryLines(byCode: Record<string, ErrorExample>): string[] {
   const entries = Object.entries(byCode);
   const width = Math.max(0, ...entries.map(([code]) => code.length));
-  return entries.map(
-    ([code, example]) =>
-      `            ${code.padEnd(width)}  ${example.count}, e.g. ${example.url ?? `${example.stage}${example.module === undefined ? '' : ` of ${example.module}`}: ${example.message}`}`,
-  );
+  return entries.map(([code, example]) => {
+    const where =
+      example.url ??
+      `in the ${example.stage} stage${example.module === undefined ? '' : ` of ${example.module}`} (no URL): ${example.message}`;
+    return `            ${code.padEnd(width)}  ${example.count}, e.g. ${where}`;
+  });
 }

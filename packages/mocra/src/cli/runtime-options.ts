@@ -11,8 +11,9 @@ import {
   HEAP_GROWTH_RANGE,
   type LinkScope,
   type LogLevel,
+  parseToml,
   type RobotsCache,
-  resolveConfig,
+  readEnvOverrides,
   type UrlPattern,
   YOUNG_GENERATION_RANGE,
 } from '@mocra/core';
@@ -207,19 +208,36 @@ export function addRuntimeFlags(cmd: Command): Command {
 }
 
 /**
- * The flags that stand for a key of mocra.toml: with `--config`, such a flag left at its
- * default leaves the file's value (or the library default) in force.
+ * The flags that stand for keys of mocra.toml. Such a flag left at its default gives way to
+ * the key when `--config` or a `MOCRA_*` variable sets it; a flag given always wins.
  */
-const CONFIG_FLAGS = ['concurrency', 'timeout', 'retries', 'logLevel'] as const;
+const CONFIG_FLAGS = {
+  concurrency: ['crawler.task_concurrency'],
+  timeout: ['download.headers_timeout_ms', 'download.body_timeout_ms'],
+  retries: ['retry.max_retries'],
+  logLevel: ['logger.level'],
+} as const satisfies Record<string, readonly string[]>;
 
-function configuredLogLevel(file: string): LogLevel | undefined {
+/** The dotted keys the config file and the environment set (their values are the builder's to check). */
+function configuredKeys(file: string | undefined): Set<string> {
+  const keys = new Set(readEnvOverrides(process.env).variables.keys());
+  if (file === undefined) return keys;
   let toml: string;
   try {
     toml = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigReadError(file, { cause: err });
   }
-  return resolveConfig({ toml, file }).logger.level;
+  const walk = (table: Record<string, unknown>, prefix: string) => {
+    for (const [key, value] of Object.entries(table)) {
+      keys.add(`${prefix}${key}`);
+      if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        walk(value as Record<string, unknown>, `${prefix}${key}.`);
+      }
+    }
+  };
+  walk(parseToml(toml, file).values, '');
+  return keys;
 }
 
 /** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
@@ -229,7 +247,9 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Ro
   if (flags.heapGrowth > 0) builder.heapGrowth(flags.heapGrowth);
   if (flags.youngGeneration > 0) builder.youngGeneration(flags.youngGeneration);
   builder.wasmTierUp(flags.wasmTierUp);
-  const apply = (flag: (typeof CONFIG_FLAGS)[number]) => flags.config === undefined || flags.given.has(flag);
+  const configured = configuredKeys(flags.config);
+  const apply = (flag: keyof typeof CONFIG_FLAGS) =>
+    flags.given.has(flag) || !CONFIG_FLAGS[flag].some((key) => configured.has(key));
   if (flags.config !== undefined) builder.fromToml(flags.config);
   if (apply('concurrency')) builder.concurrency(flags.concurrency);
   builder.download({
@@ -238,10 +258,7 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Ro
     ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
   });
   if (apply('retries')) builder.retry({ maxRetries: flags.retries });
-  // The CLI's quieter default level holds unless the file sets one.
-  if (apply('logLevel') || configuredLogLevel(flags.config!) === undefined) {
-    builder.logging({ level: flags.logLevel });
-  }
+  if (apply('logLevel')) builder.logging({ level: flags.logLevel });
   builder
     .politeness({
       maxConcurrency: Math.min(flags.perHostConcurrency, flags.concurrency),
