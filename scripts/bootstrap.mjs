@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // One step from a fresh clone to a built workspace, with only Node 20 and npm on the machine:
 // installs pnpm 12.4.2 when it is missing, installs dependencies from the lockfile, and builds
-// every package (turbo skips what is already built).
+// every package (turbo skips what is already built). With --system-deps (`npm test`), first the
+// system tools the tests drive (scripts/system-deps.mjs): installed when this machine can,
+// otherwise the set-up stops with one line naming the command to run.
 import { execSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { nativeBuildEnv } from './env.mjs';
+import { ensureSystemTools } from './system-deps.mjs';
 
 const PNPM_VERSION = '12.4.2';
 const root = path.resolve(import.meta.dirname, '..');
@@ -20,6 +23,8 @@ function run(cmd) {
   console.log(`$ ${cmd}`);
   execSync(cmd, { stdio: 'inherit', cwd: root, env });
 }
+
+if (process.argv.includes('--system-deps') && !ensureSystemTools()) process.exit(1);
 
 if (pnpmVersion() !== PNPM_VERSION) {
   // corepack cannot fetch this version here; npm can.

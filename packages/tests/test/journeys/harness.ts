@@ -32,7 +32,7 @@ export function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
       continue;
     env[key] = value;
   }
-  return { ...env, FORCE_COLOR: '0', ...extra };
+  return { ...env, FORCE_COLOR: '0', NO_COLOR: '1', ...extra };
 }
 
 export interface Ran {
@@ -45,8 +45,11 @@ export interface Ran {
 export interface Started {
   child: ChildProcess;
   done: Promise<Ran>;
-  /** What the child has written to stderr so far. */
+  /** What the child has written so far. */
+  stdout(): string;
   stderr(): string;
+  /** Signal the child and everything it started (a `pnpm <script>` runs the script in a grandchild). */
+  stopAll(signal?: NodeJS.Signals): void;
 }
 
 export interface RunOptions {
@@ -62,6 +65,8 @@ export function startCommand(argv: readonly string[], options: RunOptions = {}):
     cwd: options.cwd ?? tmpdir(),
     env: userEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, so that stopAll reaches the processes it starts.
+    detached: true,
   });
   let stdout = '';
   let stderr = '';
@@ -71,14 +76,21 @@ export function startCommand(argv: readonly string[], options: RunOptions = {}):
   child.stderr!.on('data', (b: Buffer) => {
     stderr += b.toString();
   });
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+  const stopAll = (signal: NodeJS.Signals = 'SIGTERM') => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const timer = setTimeout(() => stopAll('SIGKILL'), options.timeoutMs ?? 120_000);
   const done = new Promise<Ran>((resolve) => {
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
   });
-  return { child, done, stderr: () => stderr };
+  return { child, done, stdout: () => stdout, stderr: () => stderr, stopAll };
 }
 
 /** Start the built `mocra` bin. */
