@@ -1,7 +1,7 @@
 /**
  * Metrics soak: a long, paced, real-request run against the offline fixture site with the
  * control API up, so Prometheus (docker-compose.monitoring.yml, or any scraper) has a live
- * engine to scrape. The offline counterpart of upstream's `httpbin_prometheus_benchmark`.
+ * engine to scrape, with no internet.
  *
  *   node --import tsx --conditions=@mocra/source bench/metrics-soak.ts \
  *     [--requests 1000] [--interval-ms 50] [--concurrency 4] [--port 8905] [--host 127.0.0.1] \

@@ -13,7 +13,7 @@ import { defineSpider, Mocra } from 'mocra';
 
 const durationMs = Math.min(Math.max(Number(process.env.DURATION_MS ?? 60_000), 1_000), 3_600_000);
 const port = Number(process.env.PORT ?? 0);
-const apiKey = process.env.MOCRA_API_KEY ?? randomBytes(12).toString('base64url');
+const apiKey = process.env.MOCRA_API__API_KEY ?? randomBytes(12).toString('base64url');
 
 // 1000 books on an offline site that answers in 80–200 ms: slow enough to watch.
 const site = await startFixtureSite({ catalog: { books: 1000 } });

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Keeps the package graph of DESIGN.md §1 honest. Fails (exit 1) when a package
+// Keeps the package graph (ALLOWED below: each package may import only those under it) honest. Fails (exit 1) when a package
 //  - imports a mocra package that is not below it (upward or sideways),
 //  - imports another package's `src/` directly instead of its public entry,
 //  - imports a package it does not declare in package.json,
@@ -127,7 +127,7 @@ for (const pkg of pkgs) {
       const ok = allowed.includes(target.name) || (isTest && TEST_ONLY.includes(target.name));
       if (!ok) {
         problems.push(
-          `${rel}: ${pkg.name} may not import ${target.name} (DESIGN.md §1 allows: ${allowed.join(', ') || 'none'})`,
+          `${rel}: ${pkg.name} may not import ${target.name} (allowed: ${allowed.join(', ') || 'none'})`,
         );
       }
       if (!typeOnly && !isTest) pkgEdges.get(pkg.name).add(target.name);
@@ -189,4 +189,4 @@ if (problems.length > 0) {
   console.error(`check-deps: ${problems.length} problem(s)\n  ${problems.join('\n  ')}`);
   process.exit(1);
 }
-console.log(`check-deps: ${pkgs.length} workspaces, package graph follows DESIGN.md §1, no cycles`);
+console.log(`check-deps: ${pkgs.length} workspaces, package graph as allowed, no cycles`);

@@ -1,6 +1,6 @@
 /**
  * Heavy integrations (ioredis, kafkajs, nats, playwright-core, …) are optional peer
- * dependencies (DESIGN.md §1): a single-node user installs `mocra` and nothing else. They are
+ * dependencies: a single-node user installs `mocra` and nothing else. They are
  * imported on first use through here, so a missing one fails with a clear error naming the
  * package to install instead of a bare ERR_MODULE_NOT_FOUND.
  */

@@ -470,8 +470,8 @@ export class MocraBuilder {
   /**
    * Take settings from a TOML file (docs/configuration.md), validated at build; keys given in
    * code (`.config()`) and `MOCRA_*` variables win over it. With `watch` (the default) the file
-   * is reloaded while the run lasts and its live keys apply at once. Unlike upstream, a file
-   * does not switch auto-seeding off (`crawler.auto_seed` does).
+   * is reloaded while the run lasts and its live keys apply at once. A file does not switch
+   * auto-seeding off (`crawler.auto_seed` does).
    */
   fromToml(path: string, options: { watch?: boolean } = {}): this {
     this.#configFile = { path, watch: options.watch ?? true };

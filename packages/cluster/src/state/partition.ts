@@ -4,7 +4,7 @@
  * about 1/N of them; removing one moves only its own. Same inputs, same owner, on every node.
  */
 
-/** Default number of partitions keys are hashed into (the same as upstream mocra). */
+/** Default number of partitions keys are hashed into. */
 export const DEFAULT_PARTITION_COUNT = 256;
 
 /** FNV-1a, 32 bit, over the UTF-16 code units of `text`. */

@@ -7,7 +7,7 @@
  * pause is a key (`<namespace>:engine:pause`) that every node's control plane watches and
  * applies to its own engine, so pausing through any node's API pauses them all, and a node
  * that starts while the key is set starts paused. Without a shared backend they act on this
- * engine only (upstream's pause was process-local even in a cluster).
+ * engine only.
  *
  * Dead letters are the stage topics' real DLQs, listed per topic. Replay and purge go through
  * `engine.deadLetters`: replaying a failure the policy gave up on (the error topic's DLQ)

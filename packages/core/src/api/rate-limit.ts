@@ -1,7 +1,7 @@
 /**
  * Token buckets per key: `ratePerSecond` tokens refill continuously up to `burst`; a request
- * takes one or is refused with the time until the next token. Unlike upstream's minimum
- * interval, a client may spend a burst at once (a person clicking replay twice is not abuse).
+ * takes one or is refused with the time until the next token. Unlike a minimum interval between
+ * requests, a client may spend a burst at once (a person clicking replay twice is not abuse).
  *
  * What is limited is decided by the server (see server.ts): mutating requests per API key and
  * failed authentications per client address. Read-only observability endpoints — everything the

@@ -12,7 +12,7 @@
  *
  * Start-up is all or nothing: `listen()` either resolves with the bound address or rejects with
  * an ApiBindError after closing the server, so a failed bind never leaves a half-started
- * process behind (upstream's bind failure left a headless process running).
+ * process behind (a headless process still running without its API).
  */
 
 import { randomUUID } from 'node:crypto';

@@ -43,7 +43,7 @@ test('every module-config key mocra reads is documented', () => {
 
 test('the docs list no config key the schema does not have', () => {
   const known = new Set([...configKeys().map((k) => k.key), ...Object.keys(moduleSettingsShape)]);
-  // Key tables have six columns; other tables (e.g. the upstream keys not kept) are not key listings.
+  // Key tables have six columns; other tables (e.g. the keys of mocra for Rust not kept) are not key listings.
   const stray = [...rows().entries()]
     .filter(([k, cells]) => cells.length === 5 && (k.includes('.') || k === 'name') && !known.has(k))
     .map(([k]) => k);

@@ -47,7 +47,7 @@ describe('resolveConfig: defaults and precedence', () => {
     expect(config.crawler.generate_concurrency).toBe(4);
   });
 
-  test('a file does not switch auto-seeding off (an upstream gap); only the key does', () => {
+  test('a file does not switch auto-seeding off; only the key does', () => {
     expect(resolveConfig({ toml: 'name = "x"', env: false }).crawler.auto_seed).toBe(true);
     expect(resolveConfig({ toml: '[crawler]\nauto_seed = false', env: false }).crawler.auto_seed).toBe(false);
   });

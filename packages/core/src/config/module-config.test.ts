@@ -29,7 +29,7 @@ describe('ModuleConfigResolver precedence', () => {
       enableSession: false, // built-in
       stickyHeaders: [],
       headers: { 'x-account': 'alice' },
-      timeoutMs: 1000, // platform beats account (spec §2 order)
+      timeoutMs: 1000, // platform beats account
       downloadMiddleware: [],
       dataMiddleware: [],
       storeMiddleware: [],

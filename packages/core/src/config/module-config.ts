@@ -1,5 +1,5 @@
 /**
- * A module's config for one account × platform, built from layers (spec §2, DESIGN.md):
+ * A module's config for one account × platform, built from layers:
  *
  * ```
  *   provider layers                      ── module > module×platform > module×account > middleware

@@ -1,12 +1,13 @@
 /**
  * The schema of mocra's configuration: one zod schema for `config.toml`, for environment
  * overrides and for config given in code. Every key carries {@link ConfigKeyInfo} (whether a
- * running engine applies a change live, what it does, the upstream name) in the
+ * running engine applies a change live, what it does, its name in mocra for Rust) in the
  * {@link configKeyInfo} registry; `docs/configuration.md` lists the same keys, and a test keeps
  * the two in step.
  *
- * Keys are snake_case everywhere (TOML, code, `MOCRA_*` variables), as in upstream mocra. Every
- * table is strict: an unknown key is an error, not silently ignored.
+ * Keys are snake_case everywhere (TOML, code, `MOCRA_*` variables), and follow the keys of mocra
+ * for Rust (the project this one is modelled on) where it has them. Every table is strict: an
+ * unknown key is an error, not silently ignored.
  */
 import { ProxyConfigError, parseProxyConfig } from '@mocra/proxy';
 import { z } from 'zod';
@@ -18,7 +19,7 @@ export interface ConfigKeyInfo {
   live: boolean;
   /** One or two sentences for docs/configuration.md. */
   description: string;
-  /** The upstream (Rust mocra) key this one replaces, when there is one. */
+  /** The key of mocra for Rust (the project this one is modelled on) this one replaces, when there is one. */
   upstream?: string;
 }
 
@@ -184,7 +185,7 @@ const crawler = z
     auto_seed: key(z.boolean().default(true), {
       live: false,
       description:
-        'Start one run of every registered module when the engine starts — also when the config comes from a file (upstream switched seeding off with `from_toml`).',
+        'Start one run of every registered module when the engine starts — also when the config comes from a file.',
     }),
   })
   .prefault({});
@@ -244,7 +245,7 @@ const frontier = z
     dedup: key(z.boolean().default(true), {
       live: false,
       description: 'Drop requests whose fingerprint was seen before in the run.',
-      upstream: 'crawler.dedup_ttl_secs (inert upstream)',
+      upstream: 'crawler.dedup_ttl_secs (read by nothing there)',
     }),
     max_depth: key(nonNegativeInt().optional(), {
       live: false,

@@ -1,7 +1,7 @@
 import { FencingTokenRejectedError } from '../errors.js';
 
 /**
- * The resource side of fencing (DESIGN.md §3.4): remembers the highest token seen per resource
+ * The resource side of fencing: remembers the highest token seen per resource
  * and refuses a lower one, so a holder whose lock lapsed while it was paused cannot overwrite
  * the work of the holder that came after it. Use it where the writes land (a sink, a store).
  */

@@ -1,5 +1,5 @@
 /**
- * The coordination contract (DESIGN.md §3.4). One interface, three implementations: local
+ * The coordination contract. One interface, three implementations: local
  * (one process), Redis, and Raft (`@mocra/cluster`). All of them pass the one conformance
  * suite in `packages/core/test/coordination-conformance.ts`.
  *

@@ -1,8 +1,7 @@
 /**
  * What the engine's download stage calls: picks the downloader for a request (the registry),
  * picks its proxy (the pool), downloads, and reports the outcome back to the pool — the report
- * upstream mocra never made, which is what lets the pool score proxies, retire dead ones and
- * escalate a host's tier.
+ * that lets the pool score proxies, retire dead ones and escalate a host's tier.
  *
  * ```
  *  request ─▶ downloader: request.downloader ▶ module.downloader ▶ default

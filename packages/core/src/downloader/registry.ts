@@ -1,8 +1,7 @@
 /**
  * Which downloader fetches a request: a default plus downloaders registered by name, selected by
- * name per request or per module. Upstream mocra could only select a named downloader through
- * module config stored in a database; here the names live in code (and in the request, which
- * carries its choice across queues), so no database is involved.
+ * name per request or per module. The names live in code (and in the request, which carries its
+ * choice across queues), so no database is involved.
  *
  * ```
  *   request's choice ──▶ module's choice ──▶ the default

@@ -745,7 +745,7 @@ export class Engine {
   /** task ▶ generate(entry nodes) ▶ admit ▶ request */
   async #handleTask(delivery: Delivery<TaskEvent>, signal: AbortSignal): Promise<HandlerResult> {
     const task = delivery.payload;
-    // Every entry node of every module of the task starts (upstream started only the first).
+    // Every entry node of every module of the task starts, not only the first.
     const modules =
       this.#db === undefined ? this.modules.modulesOf(task) : await this.#db.modulesFor(task, this.modules);
     const first = delivery.attempt === 1 && attemptsOf(delivery) === 0;

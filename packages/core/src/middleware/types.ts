@@ -1,5 +1,5 @@
 /**
- * The three middleware chains (spec §4):
+ * The three middleware chains:
  *
  * ```
  *   request ─▶ download.beforeRequest (weight ↑) ─▶ downloader ─▶ download.afterResponse (weight ↓) ─▶ parse

@@ -1,5 +1,5 @@
 /**
- * The messages that cross the stage boundaries (DESIGN.md §2). Each boundary is one topic of
+ * The messages that cross the stage boundaries. Each boundary is one topic of
  * the queue backend:
  *
  * ```
@@ -42,7 +42,7 @@ export const STAGE_TOPICS: Readonly<Record<StageName, TopicName>> = Object.freez
 export interface TaskEvent {
   /** The module to run. With neither `module` nor `modules`, every registered module runs. */
   module?: string;
-  /** Several modules in one task (upstream's `TaskEvent.module: Option<Vec<String>>`). */
+  /** Several modules in one task. */
   modules?: string[];
   runId: string;
   /** Partition key on distributed queues; with `platform`, names the session. @default undefined (one partition; account 'default') */

@@ -13,7 +13,7 @@
  * ```
  *
  * Entry nodes are every node without a predecessor (in declaration order) — all of them start,
- * unlike upstream, which started only the first.
+ * not only the first.
  */
 import { analyzeGraph } from '@mocra/dag';
 import { InvalidModuleError } from '../errors.js';

@@ -1,7 +1,7 @@
 /**
  * Error thresholds: how many failures a request, a module and a task (one run of a module) may
- * have before the engine stops spending effort on them — the counterpart of upstream's
- * `StatusTracker`, with bounded memory and every decision counted.
+ * have before the engine stops spending effort on them, with bounded memory and every decision
+ * counted.
  *
  * ```
  *  record(failure) ─▶ request errors ≥ maxRequestErrors ─────────────▶ skip             (give the request up)

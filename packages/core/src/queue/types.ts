@@ -1,5 +1,5 @@
 /**
- * The queue contract (DESIGN.md §3.3). Every stage boundary of the pipeline is one topic of a
+ * The queue contract. Every stage boundary of the pipeline is one topic of a
  * {@link QueueBackend}; every backend (memory, memory+LevelDB, Redis Streams, NATS JetStream,
  * Kafka) implements these interfaces and passes the one conformance suite in
  * `packages/core/test/queue-conformance.ts` (what each backend promises and what it does not:

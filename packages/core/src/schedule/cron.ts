@@ -1,6 +1,6 @@
 /**
  * Cron schedules on croner: 6 fields (seconds first) or 5 (minute precision), an optional time
- * zone, and `every(...)` helpers like upstream's `CronInterval`:
+ * zone, and `every(...)` interval helpers:
  *
  * ```ts
  * cron('0 *\/5 * * * *')                         // every 5 minutes, at second 0
@@ -50,7 +50,7 @@ export function cron(expression: string, options: CronOptions = {}): CronSchedul
   });
 }
 
-/** A schedule that fires once at start and never again (upstream's `right_now`). */
+/** A schedule that fires once at start and never again. */
 export function runNow(): CronSchedule {
   return Object.freeze({ expression: undefined, timezone: undefined, runNow: true, enabled: true });
 }
@@ -165,7 +165,7 @@ export class CronBuilder {
     return this;
   }
 
-  /** Also fire once at start (upstream's `run_now_and_schedule`). */
+  /** Also fire once at start. */
   runNowAndSchedule(): this {
     this.#runNow = true;
     return this;
@@ -201,7 +201,7 @@ function step(unit: string, n: number, max: number): string {
 }
 
 /**
- * Interval helpers (upstream `CronInterval`). Steps count within the enclosing unit, as in cron:
+ * Interval helpers. Steps count within the enclosing unit, as in cron:
  * `every.minutes(7)` fires at :00, :07 … :56 of each hour, then :00 again.
  */
 export const every = {

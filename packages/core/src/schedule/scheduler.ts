@@ -1,5 +1,5 @@
 /**
- * The cron scheduler: fires jobs on their schedules, with no database (upstream needed one).
+ * The cron scheduler: fires jobs on their schedules, with no database.
  *
  * ```
  *   timer(next due) ─▶ tick ─▶ for each due job:

@@ -1,6 +1,5 @@
 /**
- * Login orchestration (closing upstream's gap: there, a module that needs a login can never get
- * one). A module with `shouldLogin` supplies `login(ctx)`; the engine calls {@link ensureLoggedIn}
+ * Login orchestration. A module with `shouldLogin` supplies `login(ctx)`; the engine calls {@link ensureLoggedIn}
  * before the module's first generate and before each download, and {@link isSessionGone} on each
  * response:
  *

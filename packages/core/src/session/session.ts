@@ -1,5 +1,5 @@
 /**
- * Sessions: one per account × platform (spec §5, DESIGN.md §3.2), shared by every module and
+ * Sessions: one per account × platform, shared by every module and
  * request of that pair. A session holds
  *
  *   - a real cookie jar (tough-cookie: domain/path matching, Secure, HttpOnly, Expires/Max-Age,

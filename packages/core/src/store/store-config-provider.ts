@@ -1,5 +1,5 @@
 /**
- * The database module-config provider: the ten layers of spec §2 from `@mocra/store`'s
+ * The database module-config provider: the ten layers of a module config from `@mocra/store`'s
  * `loadTaskContext`, over the in-memory layers (config.toml `[modules]`/`[accounts]`/
  * `[platforms]`, code), with the module's middleware selected by the relation tables.
  *
@@ -209,7 +209,7 @@ export class StoreModuleConfigProvider implements ModuleConfigProvider {
       weigh(binding);
     }
     for (const binding of module.dataMiddleware) {
-      // The relation table is upstream's data pipeline, which stores too: a name registered only
+      // The data relation stands for the data pipeline, which stores too: a name registered only
       // as a store middleware selects that one.
       const isStore =
         this.#middleware !== undefined &&

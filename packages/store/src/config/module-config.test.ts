@@ -20,7 +20,7 @@ function everyLayer(): ModuleConfigLayers {
   return layers as ModuleConfigLayers;
 }
 
-describe('ModuleConfig precedence (spec §2)', () => {
+describe('ModuleConfig precedence', () => {
   test('the order is module > rel_module_platform > rel_module_account > rel_module_data_mw > rel_module_download_mw > rel_account_platform > platform > account > download_mw > data_mw > defaults', () => {
     expect(MODULE_CONFIG_PRECEDENCE).toEqual([
       'module',

@@ -2,12 +2,12 @@ import { ConfigTypeError } from '../errors.js';
 import { type JsonObject, type JsonValue, jsonTypeOf } from '../model/json.js';
 
 /**
- * The layers a module's config is built from, highest precedence first (spec §2):
+ * The layers a module's config is built from, highest precedence first:
  *
  *   module > modulePlatform > moduleAccount > moduleDataMiddleware > moduleDownloadMiddleware
  *          > accountPlatform > platform > account > downloadMiddleware > dataMiddleware > defaults
  *
- * `defaults` is the engine's own fallback (config.toml, then hard-coded defaults — DESIGN.md).
+ * `defaults` is the engine's own fallback (config.toml, then hard-coded defaults).
  * The four middleware layers hold one object per middleware; inside such a layer the middleware
  * listed first (the one with the highest relation priority) wins.
  */

@@ -1,4 +1,4 @@
-/** An item as the engine hands it to a store: `itemId` is stable across redeliveries (DESIGN.md §3.3). */
+/** An item as the engine hands it to a store: `itemId` is stable across redeliveries. */
 export interface StoreItem {
   itemId: string;
   type: string;

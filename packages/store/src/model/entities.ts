@@ -1,7 +1,7 @@
 import type { JsonObject } from './json.js';
 
 /*
- * The catalog of spec §10: who crawls what. Five named entities and five relations between them,
+ * The catalog: who crawls what. Five named entities and five relations between them,
  * each relation with its own config, enabled flag and priority:
  *
  *   account ──rel_account_platform── platform

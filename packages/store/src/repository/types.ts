@@ -53,7 +53,7 @@ export interface ModuleContext {
   downloadMiddleware: MiddlewareBinding[];
   /** Ordered like `downloadMiddleware`. */
   dataMiddleware: MiddlewareBinding[];
-  /** The 10-layer config of spec §2. */
+  /** The 10-layer module config (see config/module-config.ts). */
   config: ModuleConfig;
 }
 
@@ -131,7 +131,7 @@ export interface StartTaskResultInput {
   account: string;
   platform: string;
   module?: string;
-  /** @default `${account}-${platform}` (upstream's task id) */
+  /** @default `${account}-${platform}` */
   taskId?: string;
   /** The node running it, for operators. */
   nodeId?: string;

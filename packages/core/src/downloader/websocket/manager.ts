@@ -1,7 +1,6 @@
 /**
  * Keyed WebSocket connections: `connect(key, url)` opens a connection for `key` or reuses the
- * one that is already there (the downloader keys by module, as upstream mocra does: one
- * connection per module). A connection that ends leaves the map by itself, so the next
+ * one that is already there (the downloader keys by module: one connection per module). A connection that ends leaves the map by itself, so the next
  * `connect` opens a fresh one; `close()` ends them all.
  */
 import type { Dispatcher } from 'undici';

@@ -1,8 +1,9 @@
 /**
  * Every `mocra_*` metric family an engine exposes, in one table: the registry is built from it,
  * `docs/metrics.md` documents it, and a test keeps the two in step. Names and labels follow
- * upstream mocra (spec §8) where upstream had the family; the rest close its gaps (backlog,
- * DLQ size, dedup, per-host politeness, label overflow).
+ * mocra for Rust (the project this one is modelled on) where it has the family, so its
+ * dashboards carry over; the others cover what it does not measure (backlog, DLQ size, dedup,
+ * per-host politeness, label overflow).
  *
  * Every family also carries `node` (the engine's node name) as a registry default label, so it
  * is not listed per family. Label values that come from open-ended input (`host`, `module`,

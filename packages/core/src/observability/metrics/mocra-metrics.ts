@@ -226,8 +226,7 @@ export class MocraMetrics {
   }
 
   /**
-   * A publish that had to wait for room on `queue`, counted under upstream's family for that
-   * boundary: `request` → request_publish, `response` → download_response, `parser_task` →
+   * A publish that had to wait for room on `queue`, counted under the family of that boundary: `request` → request_publish, `response` → download_response, `parser_task` →
    * parser_chain. Other topics are not bounded by the engine and have no family.
    */
   countBackpressure(queue: string, reason = 'capacity'): void {
