@@ -472,7 +472,10 @@ export class RedirectLoopError extends MocraError {
     readonly url: string,
     readonly chain: readonly string[],
   ) {
-    super('MOCRA_ERR_REDIRECT_LOOP', `redirect loop: ${chain.map((u) => truncate(u)).join(' → ')} → ${truncate(url)}`);
+    super(
+      'MOCRA_ERR_REDIRECT_LOOP',
+      `redirect loop: ${chain.map((u) => truncate(u)).join(' → ')} → ${truncate(url)}`,
+    );
   }
 }
 

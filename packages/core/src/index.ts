@@ -619,11 +619,11 @@ export {
   scheduleModuleCrons,
 } from './module/index.js';
 export type {
+  DigestedFailure,
   DropMessage,
+  ErrorExample,
   ErrorMessage,
   HandlerMessage,
-  DigestedFailure,
-  ErrorExample,
   ItemMessage,
   Logger,
   LoggerOptions,
@@ -633,7 +633,14 @@ export type {
   RunMessage,
   StageMessage,
 } from './observability/index.js';
-export { CHANNEL_NAMES, channels, createLogger, ErrorDigest, resolveLogLevel, rootCause } from './observability/index.js';
+export {
+  CHANNEL_NAMES,
+  channels,
+  createLogger,
+  ErrorDigest,
+  resolveLogLevel,
+  rootCause,
+} from './observability/index.js';
 export type {
   BufferedLoggerOptions,
   LogBufferOptions,

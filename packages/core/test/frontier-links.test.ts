@@ -204,7 +204,10 @@ describe('link filter: scopes and patterns', () => {
   test('a glob with a bracket left open is refused (picomatch would match it literally or never)', () => {
     for (const glob of ['[', '/books/[0-9', 'https://a.org/{x,y', '/a/(b']) {
       expect(() => createLinkFilter({ include: glob }), glob).toThrow(
-        expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT', message: expect.stringMatching(/is not closed/) }),
+        expect.objectContaining({
+          code: 'MOCRA_ERR_INVALID_ARGUMENT',
+          message: expect.stringMatching(/is not closed/),
+        }),
       );
     }
     const o = { scope: 'any' as const };

@@ -130,7 +130,11 @@ describe('mocra crawl', () => {
       path.join(tmp, 'x.jsonl'),
     );
     expect(noRobots.code).toBe(1);
-    expect(noRobots.stderr).toMatch(/MOCRA_ERR_CONNECTION.*MOCRA_ERR_START_UNREACHABLE/);
+    // One code on the line: the cause's words, and its own code in the record and the summary.
+    expect(noRobots.stderr).toMatch(
+      /^mocra: cannot reach http:\/\/127\.0\.0\.1:9\/: connect ECONNREFUSED 127\.0\.0\.1:9 \(MOCRA_ERR_START_UNREACHABLE\)$/m,
+    );
+    expect(noRobots.stderr).toMatch(/MOCRA_ERR_CONNECTION {2}1, e\.g\. http:\/\/127\.0\.0\.1:9\//);
     expect(readJsonl(path.join(tmp, 'x.jsonl'))).toEqual([
       expect.objectContaining({ url: 'http://127.0.0.1:9/', status: null, error: 'MOCRA_ERR_CONNECTION' }),
     ]);

@@ -73,7 +73,9 @@ afterAll(async () => {
 test('the blocks are found: every doc, every fence', () => {
   expect(snippets.length).toBeGreaterThan(40);
   expect(new Set(snippets.map((s) => s.where.split(':')[0])).size).toBeGreaterThan(10);
-  console.info(`${snippets.length} TypeScript blocks: ${checked.length} checked, ${snippets.length - checked.length} fragments`);
+  console.info(
+    `${snippets.length} TypeScript blocks: ${checked.length} checked, ${snippets.length - checked.length} fragments`,
+  );
 });
 
 test('every unmarked block typechecks as a module of its own', () => {
@@ -103,9 +105,10 @@ test('every unmarked block typechecks as a module of its own', () => {
       problems.push(`${file}:${s.firstLine + line}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
     }
   }
-  expect(problems, 'fix the block, or mark it <!-- snippet: fragment --> if it is a part of a program').toEqual(
-    [],
-  );
+  expect(
+    problems,
+    'fix the block, or mark it <!-- snippet: fragment --> if it is a part of a program',
+  ).toEqual([]);
 }, 120_000);
 
 describe('blocks marked to run', () => {
@@ -113,13 +116,17 @@ describe('blocks marked to run', () => {
   test('there are some (getting-started.md among them)', () => {
     expect(runs.some((s) => s.where.startsWith('docs/getting-started.md'))).toBe(true);
   });
-  test.each(runs.map((s) => [s.where, s] as const))('%s runs to its end', async (_where, s) => {
-    const file = fileOf(s).replace(/\.mts$/, '.run.mts');
-    writeFileSync(file, `${s.code.replaceAll('http://127.0.0.1:8080', site.url)}\nexport {};\n`);
-    const r = await startCommand([process.execPath, '--import', 'tsx', file], {
-      cwd: path.join(REPO, 'packages/tests'),
-      timeoutMs: 60_000,
-    }).done;
-    expect(r.code, `${s.where}\n${r.stdout}\n${r.stderr}`).toBe(0);
-  }, 90_000);
+  test.each(runs.map((s) => [s.where, s] as const))(
+    '%s runs to its end',
+    async (_where, s) => {
+      const file = fileOf(s).replace(/\.mts$/, '.run.mts');
+      writeFileSync(file, `${s.code.replaceAll('http://127.0.0.1:8080', site.url)}\nexport {};\n`);
+      const r = await startCommand([process.execPath, '--import', 'tsx', file], {
+        cwd: path.join(REPO, 'packages/tests'),
+        timeoutMs: 60_000,
+      }).done;
+      expect(r.code, `${s.where}\n${r.stdout}\n${r.stderr}`).toBe(0);
+    },
+    90_000,
+  );
 });

@@ -26,7 +26,11 @@ describe('unknownEnvVariables: a MOCRA_* variable nothing reads', () => {
   });
 
   test('config keys, the variables of other components and MOCRA_TEST_* are not reported', () => {
-    const env: Record<string, string> = { MOCRA_CRAWLER__TASK_CONCURRENCY: '8', MOCRA_NAME: 'x', MOCRA_TEST_SITE: 'y' };
+    const env: Record<string, string> = {
+      MOCRA_CRAWLER__TASK_CONCURRENCY: '8',
+      MOCRA_NAME: 'x',
+      MOCRA_TEST_SITE: 'y',
+    };
     for (const variable of OTHER_ENV_VARIABLES) env[variable] = '1';
     expect(unknownEnvVariables(env)).toEqual([]);
   });

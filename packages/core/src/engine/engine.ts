@@ -1473,7 +1473,9 @@ export class Engine {
           ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
           ...(first ? { err: event.error } : {}),
         },
-        first ? `${event.message} (the first of its kind; repeats are counted in the run summary)` : event.message,
+        first
+          ? `${event.message} (the first of its kind; repeats are counted in the run summary)`
+          : event.message,
       );
     }
     try {

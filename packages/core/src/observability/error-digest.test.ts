@@ -37,11 +37,21 @@ describe('ErrorDigest', () => {
     expect(digest.record(parseFailure('http://a/2', typeError(40)))).toBe(true);
     expect(digest.record(parseFailure('http://a/3', new RangeError('bad')))).toBe(true);
     expect(
-      digest.record({ code: 'MOCRA_ERR_CONNECTION', message: 'refused for http://b/1', stage: 'download', url: 'http://b/1' }),
+      digest.record({
+        code: 'MOCRA_ERR_CONNECTION',
+        message: 'refused for http://b/1',
+        stage: 'download',
+        url: 'http://b/1',
+      }),
     ).toBe(true);
     // URLs and numbers do not make a new kind.
     expect(
-      digest.record({ code: 'MOCRA_ERR_CONNECTION', message: 'refused for http://b/22', stage: 'download', url: 'http://b/22' }),
+      digest.record({
+        code: 'MOCRA_ERR_CONNECTION',
+        message: 'refused for http://b/22',
+        stage: 'download',
+        url: 'http://b/22',
+      }),
     ).toBe(false);
     expect(Object.keys(digest.byCode())).toEqual(['MOCRA_ERR_PARSE_FAILED', 'MOCRA_ERR_CONNECTION']);
     expect(digest.byCode().MOCRA_ERR_CONNECTION!.count).toBe(2);

@@ -92,5 +92,10 @@ function generic(message: string): string {
 }
 
 function firstFrame(stack: string | undefined): string {
-  return stack?.split('\n').find((line) => line.trimStart().startsWith('at '))?.trim() ?? '';
+  return (
+    stack
+      ?.split('\n')
+      .find((line) => line.trimStart().startsWith('at '))
+      ?.trim() ?? ''
+  );
 }

@@ -8,7 +8,7 @@ import { CliUsageError } from '../errors.js';
 import { type Ctx, defineSpider } from '../spider.js';
 import { type CliIo, execute, type Output } from './execute.js';
 import { OutputFile } from './output-file.js';
-import { CSV_HEADER, type PageRecord, RECORD_FIELDS } from './records.js';
+import { CSV_HEADER, formatOf, type PageRecord, RECORD_FIELDS } from './records.js';
 import { type CrawlFlags, configureBuilder } from './runtime-options.js';
 
 /** A host name label: letters, digits, `-` inside, `_` (seen in private networks); up to 63. */
@@ -51,6 +51,7 @@ export async function crawlCommand(
   // Without --out, records go to standard output when it is a pipe or a file; on a terminal they
   // are not kept (a page of JSON per page crawled is not for reading), and the CLI says so.
   const file = flags.out ?? (io.stdout.isTTY === true ? undefined : '-');
+  if (file !== undefined) formatOf(file); // a bad extension is a usage error before anything runs
   let writer: OutputFile | undefined;
   const links = {
     scope: flags.scope,
@@ -103,13 +104,13 @@ export async function crawlCommand(
     if (url === undefined) return;
     writer?.write(url, {
       url,
-        finalUrl: null,
-        status: event.status ?? null,
-        contentType: null,
-        bytes: 0,
-        depth: depthOf(event.payload),
-        title: null,
-        links: 0,
+      finalUrl: null,
+      status: event.status ?? null,
+      contentType: null,
+      bytes: 0,
+      depth: depthOf(event.payload),
+      title: null,
+      links: 0,
       fetchMs: null,
       error: event.code,
     } satisfies PageRecord);
@@ -131,7 +132,9 @@ export async function crawlCommand(
     };
   };
   if (file === undefined) {
-    io.stderr.write('mocra: no --out: records are not kept (give --out pages.jsonl, or pipe standard output)\n');
+    io.stderr.write(
+      'mocra: no --out: records are not kept (give --out pages.jsonl, or pipe standard output)\n',
+    );
   }
   return execute(
     builder,

@@ -18,7 +18,10 @@ function paths(ext: string) {
   return { out, persist, ledger: ledgerPathOf(persist, out) };
 }
 
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 
 describe('resuming with a persist directory', () => {
   test('a line written without its ledger entry (killed between the two) is cut off and written once again', () => {
@@ -99,7 +102,9 @@ describe('resuming with a persist directory', () => {
     first.write('a', { v: 'a' });
     first.close();
     truncateSync(out, 3);
-    expect(() => new OutputFile(out, { persist })).toThrow(expect.objectContaining({ code: 'MOCRA_ERR_OUTPUT_RESUME' }));
+    expect(() => new OutputFile(out, { persist })).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_OUTPUT_RESUME' }),
+    );
     rmSync(out);
     expect(() => new OutputFile(out, { persist })).toThrow(/the file is gone/);
   });

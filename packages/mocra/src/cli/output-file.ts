@@ -71,8 +71,7 @@ export class OutputFile {
     if (this.#fixedColumns) this.#columns = [...this.#fixedColumns.fields];
     const stdout = file === '-';
     const abs = stdout ? '-' : path.resolve(file);
-    const ledgerPath =
-      options.persist === undefined ? undefined : ledgerPathOf(options.persist, abs);
+    const ledgerPath = options.persist === undefined ? undefined : ledgerPathOf(options.persist, abs);
     const entries = ledgerPath === undefined ? [] : readLedger(ledgerPath);
     const resuming = entries.length > 0;
     let trusted = 0;

@@ -67,7 +67,7 @@ describe('help', () => {
     }
     const run = await cli('run', '--help');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/Usage: mocra run \[options\] <spider-file>/);
+    expect(run.stdout).toMatch(/Usage: mocra run \[options\] <file>/);
     expect(run.stdout).toContain('--per-host-concurrency');
     expect((await cli('--version')).code).toBe(0);
   });
@@ -96,7 +96,7 @@ describe('usage errors exit 2 and name what was wrong', () => {
     [['crawl', 'ftp://x.test/'], /only http and https.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'http://x.test/', '--out', 'pages.txt'], /must end in \.jsonl or \.csv/],
     [['crawl'], /missing required argument 'url'/],
-    [['run'], /missing required argument 'spider-file'/],
+    [['run'], /missing required argument 'file'/],
     [['fly'], /unknown command 'fly'/],
     [[], /Usage: mocra/],
   ])('%j', async (argv, message) => {

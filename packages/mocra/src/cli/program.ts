@@ -109,7 +109,9 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
 
   const run = program
     .command('run')
-    .description('run a spider or a module from a file (TypeScript or JavaScript) with the same runtime flags')
+    .description(
+      'run a spider or a module from a file (TypeScript or JavaScript) with the same runtime flags',
+    )
     .argument('<file>', 'file whose default export is the spider or module')
     .addHelpText('after', EXAMPLES_RUN)
     .exitOverride();

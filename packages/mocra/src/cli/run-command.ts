@@ -6,12 +6,14 @@
 import { Mocra } from '../builder.js';
 import { type CliIo, execute, type Output } from './execute.js';
 import { OutputFile } from './output-file.js';
+import { formatOf } from './records.js';
 import { configureBuilder, type RuntimeFlags } from './runtime-options.js';
 import { loadRunnable } from './spider-file.js';
 
 export async function runCommand(file: string, flags: RuntimeFlags, io: CliIo): Promise<number> {
-  const runnable = await loadRunnable(file);
   const target = flags.out ?? '-';
+  formatOf(target); // a bad extension is a usage error before the file is even loaded
+  const runnable = await loadRunnable(file);
   let writer: OutputFile | undefined;
   const builder = Mocra.builder();
   const robots = configureBuilder(builder, flags);

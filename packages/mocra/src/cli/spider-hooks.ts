@@ -44,10 +44,12 @@ export async function resolve(
   try {
     result = await next(specifier, context);
   } catch (err) {
-    if ((err as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND' || !OWN_PACKAGES.test(specifier)) throw err;
+    if ((err as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND' || !OWN_PACKAGES.test(specifier))
+      throw err;
     result = await next(specifier, { ...context, parentURL: OWN_URL });
   }
-  if ((result.format === 'commonjs' || result.format == null) && isUntypedTypeScript(result.url)) return { ...result, format: 'module' };
+  if ((result.format === 'commonjs' || result.format == null) && isUntypedTypeScript(result.url))
+    return { ...result, format: 'module' };
   return result;
 }
 

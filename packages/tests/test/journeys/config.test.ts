@@ -66,9 +66,12 @@ describe('mocra run of a module, with --config', () => {
       'shop.ts': SHOP_MODULE(site.url),
       'mocra.toml': '[frontier]\nmax_pages = 6\n\n[crawler]\ntask_concurrency = 2\n',
     });
-    const r = await mocra(['run', 'shop.ts', '--config', 'mocra.toml', '--out', 'books.jsonl', '--no-progress'], {
-      cwd: dir,
-    });
+    const r = await mocra(
+      ['run', 'shop.ts', '--config', 'mocra.toml', '--out', 'books.jsonl', '--no-progress'],
+      {
+        cwd: dir,
+      },
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/module shop finished/);
     // 1 listing page + 5 detail pages: max_pages counts every request admitted.
@@ -144,7 +147,11 @@ console.log(JSON.stringify({ pages: summary.pages }));
     try {
       const r = await startCommand([process.execPath, '--import', 'tsx', file], {
         cwd: dir,
-        env: { JOURNEY_START_URL: graph(), MOCRA_FRONTIER__MAX_PAGES: '3', MOCRA_CRAWLER_TASK_CONCURRENCY: '2' },
+        env: {
+          JOURNEY_START_URL: graph(),
+          MOCRA_FRONTIER__MAX_PAGES: '3',
+          MOCRA_CRAWLER_TASK_CONCURRENCY: '2',
+        },
       }).done;
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout.trim())).toEqual({ pages: 3 });

@@ -13,7 +13,8 @@ export const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
 
 /** Fail at once, with the fix, when the bin was not built (the journeys never run sources). */
 export function assertBuilt(): void {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`pnpm build\` first (the journeys drive the built bin)`);
+  if (!existsSync(BIN))
+    throw new Error(`${BIN} is missing: run \`pnpm build\` first (the journeys drive the built bin)`);
 }
 
 /** A directory under the OS temp dir: outside the repository and any package.json. */
@@ -181,7 +182,7 @@ export function screenLines(raw: string): string[] {
     .replace(/\r\n/g, '\n')
     .split('\n')
     .map((line) => {
-      const plain = line.replace(/\u001b\[2K/g, '');
+      const plain = line.replaceAll('\u001b[2K', '');
       return plain.slice(plain.lastIndexOf('\r') + 1);
     });
 }

@@ -76,7 +76,10 @@ test('overlapping starts: exactly one of two processes started together runs; a 
     const a = startMocra(crawlArgs(dir, out));
     const b = startMocra(crawlArgs(dir, out));
     // The loser ends on its own; the winner is killed mid-crawl once the loser is gone.
-    const loser = await Promise.race([a.done.then(() => ({ it: a, other: b })), b.done.then(() => ({ it: b, other: a }))]);
+    const loser = await Promise.race([
+      a.done.then(() => ({ it: a, other: b })),
+      b.done.then(() => ({ it: b, other: a })),
+    ]);
     expectRefused(await loser.it.done, dir);
     const winner = loser.other;
     expect(await waitFor(() => lineCount(out) >= 60 || winner.child.exitCode !== null, 60_000)).toBe(true);

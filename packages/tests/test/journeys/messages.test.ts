@@ -42,7 +42,9 @@ describe('messages that used to mislead', () => {
     const r = await mocra(['crawl', start, '--no-robots', '--retries', '0', '--no-progress']);
     expect(r.code).toBe(1);
     const chain = [0, 1, 2, 0].map((i) => `${site.url}/redirect-loop/3/${i}`).join(' → ');
-    expect(r.stderr).toContain(`cannot reach ${start}: redirect loop: ${chain} (MOCRA_ERR_START_UNREACHABLE)`);
+    expect(r.stderr).toContain(
+      `cannot reach ${start}: redirect loop: ${chain} (MOCRA_ERR_START_UNREACHABLE)`,
+    );
     expect(r.stderr).not.toMatch(/→ h…/);
   });
 
@@ -90,13 +92,22 @@ describe('messages that used to mislead', () => {
   test("--include '[' is refused (exit 2) and says why", async () => {
     const r = await mocra(['crawl', `${site.url}/`, '--include', '[']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--include <pattern>' argument '\[' is invalid\. invalid glob '\[': '\[' is not closed/);
+    expect(r.stderr).toMatch(
+      /--include <pattern>' argument '\[' is invalid\. invalid glob '\[': '\[' is not closed/,
+    );
   });
 });
 
 describe('where records go without --out', () => {
   test('to standard output when it is a pipe', async () => {
-    const r = await mocra(['crawl', `${site.url}/books/page/1`, '--max-pages', '3', '--no-robots', '--no-progress']);
+    const r = await mocra([
+      'crawl',
+      `${site.url}/books/page/1`,
+      '--max-pages',
+      '3',
+      '--no-robots',
+      '--no-progress',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const records = r.stdout
       .trim()
@@ -110,7 +121,9 @@ describe('where records go without --out', () => {
     const r = await underTerminal(['crawl', `${site.url}/books/page/1`, '--max-pages', '2', '--no-robots']);
     expect(r.code, r.stdout).toBe(0);
     const screen = screenLines(r.stdout);
-    expect(screen).toContain('mocra: no --out: records are not kept (give --out pages.jsonl, or pipe standard output)');
+    expect(screen).toContain(
+      'mocra: no --out: records are not kept (give --out pages.jsonl, or pipe standard output)',
+    );
     expect(screen.some((l) => l.startsWith('  out       none: records were not kept'))).toBe(true);
     expect(screen.some((l) => l.startsWith('{"url"'))).toBe(false);
   });
@@ -139,7 +152,9 @@ test('on a terminal the progress bar never swallows the next message', async () 
     expect(dashboard, r.stdout).toHaveLength(1);
     expect(dashboard[0]).toMatch(/^mocra: dashboard at http:\/\/127\.0\.0\.1:\d+/);
     // The bar ends with the final figures on a line of its own, and the summary follows.
-    expect(screen.some((l) => /^█+░* 30 pages \| 0 queued \| [\d.]+\/s \| 0 errors \| \d\d:\d\d$/.test(l))).toBe(true);
+    expect(
+      screen.some((l) => /^█+░* 30 pages \| 0 queued \| [\d.]+\/s \| 0 errors \| \d\d:\d\d$/.test(l)),
+    ).toBe(true);
     expect(screen.some((l) => l.startsWith('mocra: crawl of'))).toBe(true);
     expect(readJsonl(out)).toHaveLength(30);
   } finally {

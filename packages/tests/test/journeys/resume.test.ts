@@ -76,7 +76,9 @@ describe('resume with --persist after SIGKILL and SIGINT: every line exactly onc
       const expected = (command === 'crawl' ? pages : 2 * pages) + (format === 'csv' ? 1 : 0);
       const random = prng(seed);
       // Interrupt once the file has passed these line counts (ascending, spread over the run).
-      const marks = SIGNALS.map((_, k) => Math.floor(((k + 0.15 + 0.7 * random()) / SIGNALS.length) * expected * 0.9));
+      const marks = SIGNALS.map((_, k) =>
+        Math.floor(((k + 0.15 + 0.7 * random()) / SIGNALS.length) * expected * 0.9),
+      );
       const report = `seed ${seed}: ${SIGNALS.map((s, k) => `${s} at ${marks[k]} lines`).join(', ')}`;
       console.info(`mocra ${command} ${format}: ${report}`);
 
@@ -95,9 +97,10 @@ describe('resume with --persist after SIGKILL and SIGINT: every line exactly onc
           60_000,
           1,
         );
-        expect(reached && run.child.exitCode === null, `${report}: the run ended before interruption ${k}`).toBe(
-          true,
-        );
+        expect(
+          reached && run.child.exitCode === null,
+          `${report}: the run ended before interruption ${k}`,
+        ).toBe(true);
         run.child.kill(signal);
         const ended = await run.done;
         if (signal === 'SIGKILL') expect(ended.signal, report).toBe('SIGKILL');
@@ -108,7 +111,10 @@ describe('resume with --persist after SIGKILL and SIGINT: every line exactly onc
       expect(last.code, `${report}\n${last.stderr}`).toBe(0);
       expect(last.stderr).toMatch(/from before the resume/);
       // The interruptions landed mid-run.
-      expect(seen.every((n) => n > 0 && n < expected), `${report}: lines at the interruptions ${seen}`).toBe(true);
+      expect(
+        seen.every((n) => n > 0 && n < expected),
+        `${report}: lines at the interruptions ${seen}`,
+      ).toBe(true);
 
       if (command === 'crawl') {
         const urls =
@@ -117,7 +123,9 @@ describe('resume with --persist after SIGKILL and SIGINT: every line exactly onc
             : readCsv(out).rows.map((r) => r.url!);
         expect(urls.length, report).toBe(pages);
         expect(new Set(urls).size, report).toBe(pages);
-        expect(new Set(urls)).toEqual(new Set(Array.from({ length: pages }, (_, i) => site.graphUrl(GRAPH, i))));
+        expect(new Set(urls)).toEqual(
+          new Set(Array.from({ length: pages }, (_, i) => site.graphUrl(GRAPH, i))),
+        );
         if (format === 'csv') expect(readCsv(out).header[0]).toBe('url');
       } else {
         const items =

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { catalogBooks, type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { assertBuilt, FIXTURES, mocra, readJsonl, REPO, startCommand, tempDir } from './harness.js';
+import { assertBuilt, FIXTURES, mocra, REPO, readJsonl, startCommand, tempDir } from './harness.js';
 
 let site: FixtureSite;
 let root: string;
@@ -61,7 +61,9 @@ describe('a spider file outside any project runs with the CLI’s own mocra', ()
     const source = TITLES_TS(site.url);
     writeFileSync(
       path.join(dir, file),
-      file.endsWith('.ts') ? source : source.replace(/interface Title \{[^}]*\}\n\n/, '').replace('<Title>', ''),
+      file.endsWith('.ts')
+        ? source
+        : source.replace(/interface Title \{[^}]*\}\n\n/, '').replace('<Title>', ''),
     );
     const r = await mocra(['run', file, '--out', 'titles.jsonl', '--no-progress'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
@@ -96,7 +98,9 @@ export default defineSpider<Row>({
     const r = await mocra(['run', file, '--no-progress'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     // Shown once, with the message and the line that threw (line 12 of the .ts source, not of compiled code).
-    expect(r.stderr.match(/TypeError: Cannot read properties of undefined \(reading 'title'\)/g)).toHaveLength(1);
+    expect(
+      r.stderr.match(/TypeError: Cannot read properties of undefined \(reading 'title'\)/g),
+    ).toHaveLength(1);
     expect(r.stderr).toMatch(
       /^mocra: parse of broken\/spider \(http:\/\/127\.0\.0\.1:\d+\/books\/page\/\d\) threw: .*\(MOCRA_ERR_PARSE_FAILED\)$/m,
     );
@@ -104,7 +108,9 @@ export default defineSpider<Row>({
     expect(r.stderr).toMatch(/repeats are counted in the summary/);
     // The summary: by code, with the count and an example URL.
     expect(r.stderr).toMatch(/errors {4}3 \(0 retried, 3 given up\)/);
-    expect(r.stderr).toMatch(/MOCRA_ERR_PARSE_FAILED {2}3, e\.g\. http:\/\/127\.0\.0\.1:\d+\/books\/page\/\d/);
+    expect(r.stderr).toMatch(
+      /MOCRA_ERR_PARSE_FAILED {2}3, e\.g\. http:\/\/127\.0\.0\.1:\d+\/books\/page\/\d/,
+    );
   });
 
   test('a start() that throws says so (not "cannot reach :" with no URL) and shows where', async () => {
@@ -132,7 +138,10 @@ export default defineSpider({
 
   test('a library user at the default log level: the first error with its stack, the count at the end, errors by code in the summary', async () => {
     const script = path.join(FIXTURES, 'journey-library-errors.ts');
-    const line = readFileSync(script, 'utf8').split('\n').findIndex((l) => l.includes('JOURNEY-THROWS-HERE')) + 1;
+    const line =
+      readFileSync(script, 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('JOURNEY-THROWS-HERE')) + 1;
     const r = await startCommand([process.execPath, '--import', 'tsx', script], {
       cwd: path.join(REPO, 'packages/tests'),
       env: { JOURNEY_SITE: site.url },
@@ -141,7 +150,10 @@ export default defineSpider({
     const records = r.stderr
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { stack: string }; errorsByCode?: object });
+      .map(
+        (l) =>
+          JSON.parse(l) as { level: number; msg: string; err?: { stack: string }; errorsByCode?: object },
+      );
     const firsts = records.filter((rec) => rec.err !== undefined);
     expect(firsts, r.stderr).toHaveLength(1);
     expect(firsts[0]!.level).toBe(40); // warn: shown by default

@@ -19,7 +19,8 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-const pnpm = (args: string[], timeoutMs = 120_000) => startCommand(['pnpm', ...args], { cwd: REPO, timeoutMs });
+const pnpm = (args: string[], timeoutMs = 120_000) =>
+  startCommand(['pnpm', ...args], { cwd: REPO, timeoutMs });
 
 describe('from the root of a clone', () => {
   test('pnpm mocra runs the CLI', async () => {
