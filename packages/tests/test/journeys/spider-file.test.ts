@@ -136,6 +136,33 @@ export default defineSpider({
     expect(r.stderr).toMatch(/^mocra: nothing was fetched: .*no seeds today \(MOCRA_ERR_GENERATE_FAILED\)$/m);
   });
 
+  test('a failed login says so and shows where (not "cannot reach :")', async () => {
+    const dir = folder('login-fails');
+    const file = path.join(dir, 'members.ts');
+    writeFileSync(
+      file,
+      `import { defineSpider } from 'mocra';
+
+export default defineSpider({
+  name: 'members',
+  startUrls: ['${site.url}/quotes/account'],
+  shouldLogin: true,
+  async login() {
+    throw new Error('wrong password for alice');
+  },
+  parse() {},
+});
+`,
+    );
+    const r = await mocra(['run', file, '--no-progress'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).not.toMatch(/cannot reach :/);
+    expect(r.stderr).toContain(`at Object.login (${file}:8:`);
+    expect(r.stderr).toMatch(
+      /^mocra: nothing was fetched: login of default@default failed after \d+ attempts: wrong password for alice \(MOCRA_ERR_LOGIN_FAILED\)$/m,
+    );
+  });
+
   test('a library user at the default log level: the first error with its stack, the count at the end, errors by code in the summary', async () => {
     const script = path.join(FIXTURES, 'journey-library-errors.ts');
     const line =
