@@ -5,13 +5,14 @@
  * | exit | when |
  * | ---- | ---- |
  * | 0    | the crawl ran to its end (every reachable page done, or `--max-pages` reached) |
- * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, or (`--strict`) some URL was given up on |
+ * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, or (`--strict`) some URL was given up on or some work dead-lettered |
  * | 2    | bad usage (flags, arguments) |
  * | 130  | interrupted (SIGINT/SIGTERM); with `--persist`, run the same command again to resume |
  */
 import { isMocraError, type RobotsCache, type RunSummary } from '@mocra/core';
 import type { MocraBuilder } from '../builder.js';
 import { StartUnreachableError } from '../errors.js';
+import { cliDashboard, lingerLine } from './dashboard.js';
 import { formatElapsed, ProgressReporter, rateOf } from './progress.js';
 import type { RuntimeFlags } from './runtime-options.js';
 
@@ -56,30 +57,40 @@ export async function execute(
     engineStartedAt = Date.now();
     progress.start(engine);
   });
-  if (flags.dashboard !== undefined) {
-    builder.dashboard({
-      port: flags.dashboard,
-      onListen: (url) => io.stderr.write(`mocra: dashboard at ${url}\n`),
+  const dashboard =
+    flags.dashboard === undefined
+      ? undefined
+      : cliDashboard({ ...flags, dashboard: flags.dashboard }, io.stderr);
+  if (dashboard !== undefined) builder.dashboard(dashboard.options);
+  // The summary and the exit code as soon as the run ended: before a lingering dashboard.
+  let code: number | undefined;
+  builder.onEnd(async (summary) => {
+    progress.stop({
+      pages: summary.pages,
+      queued: summary.pending,
+      errors: summary.errors,
+      elapsedMs: Date.now() - engineStartedAt,
     });
-  }
-  let summary: RunSummary;
-  try {
-    summary = await builder.run();
-  } catch (err) {
-    progress.stop();
     ctx.out?.close();
+    printSummary(summary, ctx, io, flags.strict);
+    code = await exitCode(summary, flags, ctx, io);
+    const url = dashboard?.url();
+    const linger = flags.dashboardLinger ?? 0;
+    if (url !== undefined && linger > 0 && summary.reason !== 'signal' && summary.reason !== 'aborted') {
+      io.stderr.write(lingerLine(url, linger));
+    }
+  });
+  try {
+    await builder.run();
+  } catch (err) {
+    if (code === undefined) {
+      progress.stop();
+      ctx.out?.close();
+    }
     io.stderr.write(`mocra: ${describe(err)}\n`);
     return 1;
   }
-  progress.stop({
-    pages: summary.pages,
-    queued: summary.pending,
-    errors: summary.errors,
-    elapsedMs: Date.now() - engineStartedAt,
-  });
-  ctx.out?.close();
-  printSummary(summary, ctx, io);
-  return exitCode(summary, flags, ctx, io);
+  return code ?? 1;
 }
 
 /** A start URL whose robots.txt could not be fetched: the host itself is likely unreachable. */
@@ -103,7 +114,7 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function printSummary(summary: RunSummary, ctx: ExecuteContext, io: CliIo): void {
+function printSummary(summary: RunSummary, ctx: ExecuteContext, io: CliIo, strict: boolean): void {
   const seconds = summary.durationMs / 1000;
   const rate = rateOf({ pages: summary.pages, queued: 0, errors: 0, elapsedMs: summary.durationMs });
   const mb = (summary.bytes / 1_048_576).toFixed(1);
@@ -117,6 +128,11 @@ function printSummary(summary: RunSummary, ctx: ExecuteContext, io: CliIo): void
     const resumed = ctx.out.resumed();
     lines.push(
       `  out       ${ctx.out.file}: ${ctx.out.written()} records${resumed > 0 ? ` (+ ${resumed} from before the resume)` : ''}`,
+    );
+  }
+  if (summary.deadLettered > 0) {
+    lines.push(
+      `  dlq       ${summary.deadLettered} given up for good and dead-lettered (${strict ? 'exit 1: --strict' : '--strict makes this exit 1'})`,
     );
   }
   if (summary.pending > 0)
@@ -152,6 +168,6 @@ async function exitCode(
     }
     return 1;
   }
-  if (flags.strict && ctx.failures.length > 0) return 1;
+  if (flags.strict && (ctx.failures.length > 0 || summary.deadLettered > 0)) return 1;
   return 0;
 }
