@@ -90,6 +90,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_API_VALIDATION:
     'An API request body or query string is invalid; `issues` lists each problem with its path (HTTP 400).',
   MOCRA_ERR_API_NOT_FOUND: 'No API endpoint matches the method and path (HTTP 404).',
+  MOCRA_ERR_API_HOST_NOT_ALLOWED:
+    'An API request named a host (the `Host` header) that is not the bind address, localhost, an IP address or one of `[api] allowed_hosts`; refused so that a web page cannot reach the API through DNS rebinding (HTTP 421).',
   MOCRA_ERR_API_BODY_TOO_LARGE: 'An API request body is larger than the body limit (HTTP 413).',
   MOCRA_ERR_API_UNSUPPORTED_MEDIA_TYPE: 'An API request body is not JSON (HTTP 415).',
   MOCRA_ERR_API_UNAVAILABLE:
@@ -924,7 +926,7 @@ export class ApiKeyNotConfiguredError extends MocraError {
   constructor() {
     super(
       'MOCRA_ERR_API_KEY_NOT_CONFIGURED',
-      'no API key is configured, so authenticated endpoints are disabled; set [api].api_key, MOCRA_API__API_KEY or the apiKey option',
+      'no API key is configured, so authenticated endpoints are disabled; set [api].api_key, MOCRA_API__API_KEY, the apiKey option or (mocra crawl/run) --api-key',
     );
   }
 }
@@ -963,6 +965,16 @@ export class ApiNotFoundError extends MocraError {
     readonly path: string,
   ) {
     super('MOCRA_ERR_API_NOT_FOUND', `no endpoint ${method} ${truncate(path)}; see /openapi.json`);
+  }
+}
+
+export class ApiHostNotAllowedError extends MocraError {
+  override readonly name = 'ApiHostNotAllowedError';
+  constructor(readonly host: string) {
+    super(
+      'MOCRA_ERR_API_HOST_NOT_ALLOWED',
+      `requests for host '${truncate(host)}' are refused; add it to [api] allowed_hosts (MOCRA_API__ALLOWED_HOSTS) to serve it`,
+    );
   }
 }
 

@@ -20,6 +20,8 @@ export type {
   EngineControlPlaneOptions,
   EngineView,
   HealthView,
+  HistorySample,
+  HistoryView,
   HostsView,
   HostView,
   LogRecordView,
@@ -356,6 +358,7 @@ export type {
 export {
   AbortedError,
   ApiBindError,
+  ApiHostNotAllowedError,
   ApiKeyNotConfiguredError,
   ApiNotFoundError,
   ApiRateLimitedError,

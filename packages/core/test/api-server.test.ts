@@ -1,5 +1,6 @@
 // The control API over real HTTP: a fastify server on an ephemeral loopback port, real fetch
 // requests, and a ControlPlane backed by a real in-memory queue backend (api-test-control-plane).
+import http from 'node:http';
 import net from 'node:net';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -9,6 +10,7 @@ import {
   engineViewSchema,
   errorBodySchema,
   healthViewSchema,
+  historyViewSchema,
   hostsViewSchema,
   logsViewSchema,
   nodesViewSchema,
@@ -96,29 +98,38 @@ describe('read-only endpoints', () => {
     log.warn({ module: 'downloader', url: 'http://a.test/' }, 'slow host');
   });
 
-  test('GET / serves the dashboard page with CORS and a content security policy', async () => {
+  test('GET / serves the dashboard page with a content security policy that keeps it on its origin', async () => {
     const res = await call(base, '/');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(res.headers.get('access-control-allow-origin')).toBe('*');
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'self';");
+    expect(csp).not.toContain('*');
     expect(res.text).toContain('<canvas id="chart"');
     expect(res.text).not.toMatch(/<script[^>]+src=/); // no external scripts, no CDN
   });
 
-  test('observability views match their schemas and carry CORS headers', async () => {
+  test('observability views match their schemas; no CORS headers unless origins are configured', async () => {
+    plane.history_ = [{ t: 1_000, pages: 2.5, items: 2.5, errors: 0, bytes: 1024 }];
     for (const [path, schema] of [
       ['/observability/engine', engineViewSchema],
       ['/observability/queues', queuesViewSchema],
       ['/observability/hosts', hostsViewSchema],
       ['/observability/system', systemViewSchema],
+      ['/observability/history', historyViewSchema],
       ['/health', healthViewSchema],
     ] as const) {
       const res = await call(base, path, { headers: { origin: 'http://elsewhere.test' } });
       expect(res.status, path).toBe(200);
-      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(res.headers.get('access-control-allow-origin'), path).toBeNull();
       parsed(schema, res.json);
     }
+    expect((await call(base, '/observability/history')).json).toMatchObject({
+      intervalMs: 2000,
+      samples: [{ t: 1_000, pages: 2.5 }],
+    });
     const engine = parsed(engineViewSchema, (await call(base, '/observability/engine')).json);
     expect(engine.node).toBe('test-node');
     const system = parsed(systemViewSchema, (await call(base, '/observability/system')).json);
@@ -185,19 +196,85 @@ describe('read-only endpoints', () => {
     expect(errorOf(res).message).toContain('GET /nope');
   });
 
-  test('CORS preflight for an authenticated endpoint allows the key headers', async () => {
-    const res = await fetch(`${base}/control/pause`, {
+  test('configured origins (cors_origins) may read and call the API; others get no CORS headers', async () => {
+    const { base: cors } = await start({ corsOrigins: ['https://dash.example'] });
+    const allowed = await call(cors, '/observability/engine', {
+      headers: { origin: 'https://dash.example' },
+    });
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://dash.example');
+    const other = await call(cors, '/observability/engine', { headers: { origin: 'http://elsewhere.test' } });
+    expect(other.status).toBe(200);
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    const preflight = await fetch(`${cors}/control/pause`, {
       method: 'OPTIONS',
       headers: {
-        origin: 'http://elsewhere.test',
+        origin: 'https://dash.example',
         'access-control-request-method': 'POST',
         'access-control-request-headers': 'authorization,x-api-key,content-type',
       },
     });
-    expect(res.status).toBe(204);
-    expect(res.headers.get('access-control-allow-origin')).toBe('*');
-    expect(res.headers.get('access-control-allow-headers')).toContain('x-api-key');
-    expect(res.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://dash.example');
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('x-api-key');
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
+    const any = await start({ corsOrigins: ['*'] });
+    const star = await call(any.base, '/metrics', { headers: { origin: 'http://elsewhere.test' } });
+    expect(star.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  test('a request for a host name the API does not serve is 421 (DNS rebinding); addresses and localhost are served', async () => {
+    const port = Number(new URL(base).port);
+    const get = (host: string | undefined, path = '/observability/logs') =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const headers: Record<string, string> = host === undefined ? {} : { host };
+        const req = http.request(
+          { host: '127.0.0.1', port, path, headers, setHost: host === undefined },
+          (res) => {
+            let body = '';
+            res.on('data', (b: Buffer) => {
+              body += b.toString();
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    for (const path of ['/observability/logs', '/metrics', '/observability/hosts', '/', '/nope']) {
+      const refused = await get(`rebound.evil.example:${port}`, path);
+      expect(refused.status, path).toBe(421);
+      expect(JSON.parse(refused.body)).toMatchObject({
+        error: { code: 'MOCRA_ERR_API_HOST_NOT_ALLOWED', status: 421 },
+      });
+    }
+    for (const host of [
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      `[::1]:${port}`,
+      `10.1.2.3:${port}`,
+      'app.localhost',
+    ]) {
+      expect((await get(host)).status, host).toBe(200);
+    }
+    const docker = await start({ allowedHosts: ['host.docker.internal'] });
+    const dockerPort = Number(new URL(docker.base).port);
+    const viaDocker = await new Promise<number>((resolve, reject) => {
+      http
+        .get(
+          {
+            host: '127.0.0.1',
+            port: dockerPort,
+            path: '/health',
+            headers: { host: 'Host.Docker.Internal:1' },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        )
+        .on('error', reject);
+    });
+    expect(viaDocker).toBe(200);
   });
 });
 

@@ -14,6 +14,8 @@ import type {
   DlqSelection,
   EngineView,
   HealthView,
+  HistorySample,
+  HistoryView,
   HostsView,
   NodesView,
   PauseView,
@@ -139,6 +141,13 @@ export class TestControlPlane implements ControlPlane {
       components: { queue: { status: this.health_ === 'down' ? 'down' : 'up' } },
       checkedAt: Date.now(),
     };
+  }
+
+  /** What `/observability/history` answers (the test sets it). */
+  history_: HistorySample[] = [];
+
+  async history(): Promise<HistoryView> {
+    return { intervalMs: 2000, samples: this.history_, sampledAt: Date.now() };
   }
 
   async nodes(): Promise<NodesView> {

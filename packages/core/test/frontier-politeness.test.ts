@@ -139,11 +139,38 @@ describe('HostScheduler on a fake clock', () => {
     const ok = track('http://a.test/ok');
     await ok.promise;
     scheduler.leave(ok.request, { status: 200 });
-    await expectBlock(503, 1000); // reset by the success
+    // Next to a good answer, a 503 is that URL's own: the host is not blocked.
+    const own = track('http://a.test/own-503');
+    await own.promise;
+    scheduler.leave(own.request, { status: 503 });
+    expect(scheduler.host('a.test')!.blockedUntil).toBeLessThanOrEqual(clock.now());
+    await clock.advance(5000);
+    await expectBlock(503, 1000); // nothing good for 5 s: a backoff, reset by the success
     const r = track('http://a.test/500');
     await r.promise;
     scheduler.leave(r.request, { status: 500 });
     expect(scheduler.host('a.test')!.consecutiveBackoffs).toBe(0); // 500 is not a backoff status
+  });
+
+  test('responses to requests sent before a backoff began neither lengthen nor escalate it', async () => {
+    const { clock, scheduler, track } = setup({ maxConcurrency: 4, backoff: { baseMs: 1000 } });
+    const inFlight = ['1', '2', '3', '4'].map((p) => track(`http://a.test/${p}`));
+    await clock.advance(100);
+    scheduler.leave(inFlight[0]!.request, { status: 429, durationMs: 100 });
+    const until = scheduler.host('a.test')!.blockedUntil;
+    expect(until).toBe(clock.now() + 1000);
+    await clock.advance(50);
+    for (const t of inFlight.slice(1)) scheduler.leave(t.request, { status: 429, durationMs: 150 });
+    expect(scheduler.host('a.test')).toMatchObject({ blockedUntil: until, consecutiveBackoffs: 1 });
+    // A request sent after the backoff that meets a 429 again escalates it.
+    await clock.advance(1000);
+    const next = track('http://a.test/5');
+    await next.promise;
+    scheduler.leave(next.request, { status: 429, durationMs: 0 });
+    expect(scheduler.host('a.test')).toMatchObject({
+      blockedUntil: clock.now() + 2000,
+      consecutiveBackoffs: 2,
+    });
   });
 
   test('Retry-After is capped by backoff.maxMs', () => {

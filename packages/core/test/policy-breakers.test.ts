@@ -20,14 +20,15 @@ function setup(options: ConstructorParameters<typeof CircuitBreakers>[0] = {}) {
 }
 
 describe('CircuitBreakers', () => {
-  test('opens after N consecutive failures; a success in between resets the count', () => {
-    const { breakers } = setup();
+  test('opens after N failures in a row; a success in between resets the count', () => {
+    const { breakers, clock } = setup();
     breakers.failure('host', 'a.test');
     breakers.failure('host', 'a.test');
     breakers.success('host', 'a.test');
-    breakers.failure('host', 'a.test');
-    breakers.failure('host', 'a.test');
+    // A success this recent says the host is up: failures right after it open nothing yet.
+    for (let i = 0; i < 5; i++) breakers.failure('host', 'a.test');
     expect(breakers.check('host', 'a.test')).toEqual({ allowed: true, state: 'closed', probe: false });
+    clock.jump(5_000);
     breakers.failure('host', 'a.test');
     expect(breakers.check('host', 'a.test')).toEqual({
       allowed: false,
@@ -38,6 +39,84 @@ describe('CircuitBreakers', () => {
     // Other targets are unaffected; an unknown target is closed.
     expect(breakers.check('host', 'b.test').allowed).toBe(true);
     expect(breakers.check('module', 'a.test').allowed).toBe(true);
+  });
+
+  test('one subject failing again and again is one failure; distinct subjects in a row open it', () => {
+    const { breakers } = setup();
+    for (let i = 0; i < 50; i++) breakers.failure('host', 'a.test', 'http://a.test/broken');
+    expect(breakers.get('host', 'a.test')).toMatchObject({
+      state: 'closed',
+      consecutiveFailures: 1,
+      failures: 50,
+    });
+    breakers.failure('host', 'a.test', 'http://a.test/x');
+    expect(breakers.check('host', 'a.test').allowed).toBe(true);
+    breakers.failure('host', 'a.test', 'http://a.test/y');
+    expect(breakers.check('host', 'a.test')).toMatchObject({ allowed: false, state: 'open' });
+  });
+
+  test('a burst of failing URLs next to a good page opens nothing until the success is old', () => {
+    const { breakers, clock } = setup({ recentSuccessMs: 2_000 });
+    breakers.success('host', 'a.test', 'http://a.test/');
+    // Never-failed targets stay out of the listings even though their success is remembered.
+    expect(breakers.list()).toEqual([]);
+    expect(breakers.get('host', 'a.test')).toBeUndefined();
+    for (let i = 0; i < 20; i++) breakers.failure('host', 'a.test', `http://a.test/bad/${i}`);
+    expect(breakers.check('host', 'a.test').allowed).toBe(true);
+    // More good pages keep it closed; once nothing good came for 2 s, new failures open it.
+    clock.jump(1_500);
+    breakers.success('host', 'a.test', 'http://a.test/good');
+    clock.jump(1_999);
+    for (let i = 0; i < 3; i++) breakers.failure('host', 'a.test', `http://a.test/late/${i}`);
+    expect(breakers.check('host', 'a.test').allowed).toBe(true);
+    clock.jump(1);
+    breakers.failure('host', 'a.test', 'http://a.test/late/3');
+    expect(breakers.check('host', 'a.test')).toMatchObject({ allowed: false, state: 'open' });
+  });
+
+  test('half-open probes with a subject that was not failing; a failing one only after probeWaitMs', () => {
+    const { breakers, clock, path } = setup();
+    for (let i = 0; i < 3; i++) breakers.failure('host', 'a', `/bad/${i}`);
+    clock.jump(1_000);
+    expect(breakers.check('host', 'a', { subject: '/bad/0' })).toMatchObject({
+      allowed: false,
+      state: 'half-open',
+      retryAfterMs: 1_000,
+    });
+    expect(breakers.check('host', 'a', { subject: '/fresh' })).toEqual({
+      allowed: true,
+      state: 'half-open',
+      probe: true,
+    });
+    breakers.success('host', 'a', '/fresh');
+    expect(path()).toEqual(['closed>open', 'open>half-open', 'half-open>closed']);
+    // Only failing subjects wait: after probeWaitMs of half-open one of them probes.
+    clock.jump(5_000);
+    for (let i = 3; i < 6; i++) breakers.failure('host', 'a', `/bad/${i}`);
+    clock.jump(1_000);
+    expect(breakers.check('host', 'a', { subject: '/bad/3' }).allowed).toBe(false);
+    clock.jump(1_000);
+    expect(breakers.check('host', 'a', { subject: '/bad/3' })).toMatchObject({ allowed: true, probe: true });
+  });
+
+  test('an exhausted breaker gives up work that was tried, never work that was not', () => {
+    const { breakers, clock } = setup({ maxOpens: 1 });
+    for (let i = 0; i < 3; i++) breakers.failure('host', 'a', `/bad/${i}`);
+    expect(breakers.check('host', 'a', { subject: '/bad/0', tried: true })).toMatchObject({
+      allowed: false,
+      exhausted: true,
+    });
+    // The target looks down for good, but this URL never had a try of its own: it gets one.
+    expect(breakers.check('host', 'a', { subject: '/new', tried: false })).toEqual({
+      allowed: true,
+      state: 'open',
+      probe: false,
+    });
+    expect(breakers.check('host', 'a')).toMatchObject({ allowed: false, exhausted: true });
+    // Its success closes the breaker for everyone.
+    clock.jump(10);
+    breakers.success('host', 'a', '/new');
+    expect(breakers.check('host', 'a', { subject: '/bad/0', tried: true }).allowed).toBe(true);
   });
 
   test('half-open lets exactly one probe through; its success closes the breaker', () => {
@@ -78,10 +157,11 @@ describe('CircuitBreakers', () => {
     }
     expect(opens).toEqual([1_000, 2_000, 4_000, 5_000]);
     expect(breakers.get('host', 'a')).toMatchObject({ state: 'open', openCount: 5 });
-    // A success resets the backoff: the next open is short again.
+    // A success resets the backoff: the next open (once that success is old) is short again.
     clock.jump(5_000);
     breakers.check('host', 'a');
     breakers.success('host', 'a');
+    clock.jump(5_000);
     for (let i = 0; i < 3; i++) breakers.failure('host', 'a');
     expect(breakers.check('host', 'a')).toMatchObject({
       allowed: false,

@@ -57,11 +57,18 @@ describe('RecoveryPolicy', () => {
     });
     const r = request('http://a.test/p1');
     expect(policy.admit('download', { url: r.url, module: 'shop' })).toBeUndefined();
+    // One URL failing again and again is that URL's trouble: the host stays open to others.
     for (let attempt = 1; attempt <= 3; attempt++) {
       const d = policy.decide(
         overTheWire(event(new ConnectionError(r.url, 'connect', 'refused'), r, attempt)),
       );
       expect(d.action).toBe('retry');
+    }
+    expect(policy.admit('download', { url: 'http://a.test/other', module: 'shop' })).toBeUndefined();
+    // Two more URLs of the host fail: three in a row, the host's breaker opens.
+    for (const path of ['p2', 'p3']) {
+      const other = request(`http://a.test/${path}`);
+      policy.decide(overTheWire(event(new ConnectionError(other.url, 'connect', 'refused'), other, 1)));
     }
     // Open for a.test, whatever the module; the module's own breaker is not tripped by a host.
     const admission = policy.admit('download', { url: 'http://a.test/other', module: 'other' });
@@ -70,14 +77,18 @@ describe('RecoveryPolicy', () => {
     expect(policy.breakers?.list().map((b) => `${b.scope}:${b.key}:${b.state}`)).toEqual([
       'host:a.test:open',
     ]);
-    // After the open time one probe goes; its success closes both.
+    // After the open time one probe goes — a URL that was not failing; its success closes both.
     clock.jump(10_000);
-    expect(policy.admit('download', { url: r.url, module: 'shop' })).toBeUndefined();
-    expect(policy.admit('download', { url: r.url, module: 'shop' })).toMatchObject({ deferMs: 1_000 });
+    const fresh = { url: 'http://a.test/fresh', fingerprint: 'fp:http://a.test/fresh', module: 'shop' };
+    expect(policy.admit('download', { ...fresh, fingerprint: r.fingerprint, attempt: 3 })).toMatchObject({
+      deferMs: 1_000,
+    });
+    expect(policy.admit('download', fresh)).toBeUndefined();
+    expect(policy.admit('download', fresh)).toMatchObject({ deferMs: 1_000 });
     // A probe that did not run after all (the politeness gate deferred it) frees its slot.
-    policy.released('download', { url: r.url, module: 'shop' });
-    expect(policy.admit('download', { url: r.url, module: 'shop' })).toBeUndefined();
-    policy.succeeded('download', { url: r.url, module: 'shop', status: 200 });
+    policy.released('download', fresh);
+    expect(policy.admit('download', fresh)).toBeUndefined();
+    policy.succeeded('download', { ...fresh, status: 200 });
     expect(policy.breakers?.list({ state: 'closed' })).toHaveLength(1);
     expect(policy.admit('download', { url: r.url, module: 'shop' })).toBeUndefined();
   });
@@ -88,15 +99,17 @@ describe('RecoveryPolicy', () => {
     const r = request('http://down.test/');
     policy.decide(event(new ConnectionError(r.url, 'connect', 'refused'), r, 1));
     clock.jump(100);
-    expect(policy.admit('download', { url: r.url })).toBeUndefined(); // the probe
+    expect(policy.admit('download', { url: r.url, attempt: 1 })).toBeUndefined(); // the probe
     policy.decide(event(new ConnectionError(r.url, 'connect', 'refused'), r, 2));
-    const refused = policy.admit('download', { url: r.url });
+    const refused = policy.admit('download', { url: r.url, attempt: 2 });
     expect(refused).toMatchObject({
       error: { code: 'MOCRA_ERR_CIRCUIT_OPEN', retryable: false, exhausted: true },
     });
     // Failing the work with that error gives it up into the DLQ.
     if (refused === undefined || !('error' in refused)) throw new Error('expected an error');
     expect(policy.decide(event(refused.error, r, 3)).action).toBe('dead-letter');
+    // A URL of that host that was never tried is not given up: it gets its own try.
+    expect(policy.admit('download', { url: 'http://down.test/never-tried', attempt: 0 })).toBeUndefined();
   });
 
   test("store failures trip the module's breaker: its downloads wait until a page goes through", () => {
@@ -105,9 +118,9 @@ describe('RecoveryPolicy', () => {
       random: () => 0,
       breakers: { failureThreshold: 2, openMs: 1_000, clock },
     });
-    const r = request('http://a.test/1');
-    const res = new Response({ url: r.url, status: 200, headers: {}, body: new Uint8Array(), request: r });
-    const storeDown = () => {
+    const storeDown = (url: string) => {
+      const r = request(url);
+      const res = new Response({ url, status: 200, headers: {}, body: new Uint8Array(), request: r });
       const e = event(
         new ParseFailedError({ module: 'shop', node: 'main' }, new Error('x')),
         res,
@@ -120,8 +133,8 @@ describe('RecoveryPolicy', () => {
       e.module = 'shop';
       return e;
     };
-    policy.decide(storeDown());
-    policy.decide(storeDown());
+    policy.decide(storeDown('http://a.test/1'));
+    policy.decide(storeDown('http://a.test/2'));
     expect(policy.admit('download', { url: 'http://b.test/', module: 'shop' })).toMatchObject({
       deferMs: 1_000,
     });
@@ -138,10 +151,11 @@ describe('RecoveryPolicy', () => {
   test('a 5xx that reached parse after its last retry is no success for the breaker', () => {
     const clock = new ManualClock(0);
     const policy = new RecoveryPolicy({ breakers: { failureThreshold: 2, clock } });
-    const r = request('http://flaky.test/');
+    const r = request('http://flaky.test/a');
+    const s = request('http://flaky.test/b');
     policy.decide(event(new HttpStatusError(r.url, 503, undefined), r, 1));
     policy.succeeded('download', { url: r.url, status: 503 });
-    policy.decide(event(new HttpStatusError(r.url, 503, undefined), r, 2));
+    policy.decide(event(new HttpStatusError(s.url, 503, undefined), s, 1));
     expect(policy.breakers?.get('host', 'flaky.test')?.state).toBe('open');
   });
 

@@ -110,6 +110,13 @@ export interface DashboardOptions extends Omit<EngineApiOptions, 'logs' | 'port'
   logLevel?: LogRecordLevel;
   /** Called once the API listens, with its URL (the real port when `port` is 0). */
   onListen?: (url: string) => void;
+  /**
+   * Keep the dashboard and the API up this many milliseconds after the run ended, so a person
+   * can read its final state; `run()` resolves after that. A run stopped by a signal or
+   * `.signal()` does not linger, and SIGINT/SIGTERM (with `handleSignals`) or `.signal()` end
+   * a linger early. @default 0
+   */
+  lingerMs?: number;
 }
 
 /** Options of {@link MocraBuilder.proxies}. */
@@ -167,6 +174,7 @@ export class MocraBuilder {
   #raft: ClusterConfig | undefined;
   #dagJobs: DagJobs | undefined;
   readonly #startListeners: ((engine: Engine) => void)[] = [];
+  readonly #endListeners: ((summary: RunSummary) => void | Promise<void>)[] = [];
 
   /**
    * Called with the engine once `run()` has built it, before it starts (progress displays poll
@@ -176,6 +184,15 @@ export class MocraBuilder {
    */
   onStart(listener: (engine: Engine) => void): this {
     this.#startListeners.push(listener);
+    return this;
+  }
+
+  /**
+   * Called with the summary as soon as the run ended, and awaited, before a dashboard lingers
+   * (`lingerMs`) and closes and before `run()` resolves.
+   */
+  onEnd(listener: (summary: RunSummary) => void | Promise<void>): this {
+    this.#endListeners.push(listener);
     return this;
   }
 
@@ -634,15 +651,25 @@ export class MocraBuilder {
         await this.#dagJobs?.close();
       }
     };
+    const ended = async (summary: RunSummary) => {
+      for (const listener of this.#endListeners) await listener(summary);
+      return summary;
+    };
     const dashboard = this.#effectiveDashboard();
-    if (dashboard === undefined) return runEngine();
+    if (dashboard === undefined) return ended(await runEngine());
     const {
       keepAlive: _keepAlive,
       logBufferSize: _size,
       logLevel: _level,
       onListen,
+      lingerMs = 0,
       ...apiOptions
     } = dashboard;
+    if (!(Number.isFinite(lingerMs) && lingerMs >= 0)) {
+      throw new InvalidArgumentError(
+        `dashboard lingerMs must be a number of milliseconds ≥ 0, got ${lingerMs}`,
+      );
+    }
     const api = await startEngineApi(engine, {
       // In a cluster: pause/resume on every node, `/nodes`, and the cluster view (Raft: roles,
       // term, commit index, partition map).
@@ -654,10 +681,37 @@ export class MocraBuilder {
     engine.log.info({ url: api.url }, 'dashboard listening');
     onListen?.(api.url);
     try {
-      return await runEngine();
+      const summary = await ended(await runEngine());
+      if (lingerMs > 0 && summary.reason !== 'signal' && summary.reason !== 'aborted') {
+        await this.#linger(lingerMs);
+      }
+      return summary;
     } finally {
       await api.close();
     }
+  }
+
+  /** Wait `ms`, or less when `.signal()` aborts or (with `handleSignals`) SIGINT/SIGTERM comes. */
+  async #linger(ms: number): Promise<void> {
+    const { signal, handleSignals } = this.#options;
+    if (signal?.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        if (handleSignals) {
+          process.off('SIGINT', done);
+          process.off('SIGTERM', done);
+        }
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+      if (handleSignals) {
+        process.once('SIGINT', done);
+        process.once('SIGTERM', done);
+      }
+    });
   }
 
   #assemble(runtime?: DistributedRuntime): {

@@ -465,7 +465,7 @@ describe('thresholds', () => {
 });
 
 describe('circuit breakers', () => {
-  test('a dead host is cut off and given up; a healthy host finishes; states are visible', async () => {
+  test('a dead host is cut off and given up — every URL after a try of its own; a healthy host finishes', async () => {
     const dead = Array.from({ length: 20 }, (_, i) => `${site.hostUrl(1)}/drop/before-headers?breaker=${i}`);
     const healthy = Array.from({ length: 20 }, (_, i) => `/status/200?breaker=${i}`);
     const transitions: BreakerTransition[] = [];
@@ -483,15 +483,15 @@ describe('circuit breakers', () => {
       await engine.run();
       expect(items.map((i) => i.path).sort()).toEqual(healthy.sort());
       const deadHost = new URL(site.hostUrl(1)).host;
-      const seenByDeadHost = site.hostStats(1).requests;
-      // 3 to open, a probe per reopen, and what was in flight: far below 20 × 21 attempts.
-      expect(seenByDeadHost).toBeLessThanOrEqual(8);
+      // Each dead URL had its own try — none was given up unseen — but far fewer than 20 × 21.
+      for (const url of dead) expect(hits(pathOf(url)), url).toBeGreaterThanOrEqual(1);
+      expect(site.hostStats(1).requests).toBeLessThan(20 * 4);
       const open = engine.breakers({ scope: 'host' });
       expect(open).toEqual([expect.objectContaining({ key: deadHost, state: 'open', successes: 0 })]);
       expect(open[0]?.openCount).toBeGreaterThanOrEqual(2);
-      const given = await engine.deadLetters.list({ code: 'MOCRA_ERR_CIRCUIT_OPEN', limit: 100 });
-      expect(given.length).toBeGreaterThanOrEqual(12);
-      expect(given.every((g) => g.url?.startsWith(site.hostUrl(1)))).toBe(true);
+      const given = await engine.deadLetters.list({ limit: 100 });
+      expect(given.map((g) => g.url).sort()).toEqual([...dead].sort());
+      expect(given.some((g) => g.error.code === 'MOCRA_ERR_CIRCUIT_OPEN')).toBe(true);
       const hostPath = transitions
         .filter((t) => t.scope === 'host' && t.key === deadHost)
         .map((t) => `${t.from}>${t.to}`);
@@ -500,6 +500,100 @@ describe('circuit breakers', () => {
       diagnostics_channel.unsubscribe(POLICY_CHANNEL_NAMES.breaker, listener);
     }
   }, 30_000);
+
+  test("a host's breaker opened by failing URLs is probed with a healthy one: no healthy URL waits for good or is given up", async () => {
+    // Nothing succeeded yet when twelve URLs of the host fail in a row: that looks like the
+    // host, and the breaker opens. Its probes then go to URLs that were not failing.
+    const failing = Array.from({ length: 12 }, (_, i) => `/drop/before-headers?opened=${i}`);
+    const healthy = Array.from({ length: 20 }, (_, i) => `/status/200?opened=${i}`);
+    const transitions: BreakerTransition[] = [];
+    const listener = (m: unknown) => transitions.push(m as BreakerTransition);
+    diagnostics_channel.subscribe(POLICY_CHANNEL_NAMES.breaker, listener);
+    try {
+      const { engine, items } = crawl('opened', [...failing, ...healthy], {
+        configure: (b) =>
+          b
+            .concurrency(1)
+            .politeness({ maxConcurrency: 1 })
+            .recovery({
+              overrides: [{ kind: 'network', max_retries: 3, backoff: 'fixed', backoff_ms: 20, jitter: 0 }],
+              thresholds: false,
+              breakers: { openMs: 200, probeWaitMs: 100 },
+            }),
+      });
+      await engine.run();
+      expect(items.map((i) => i.path).sort()).toEqual([...healthy].sort());
+      const host = new URL(site.url).host;
+      const path = transitions
+        .filter((t) => t.scope === 'host' && t.key === host)
+        .map((t) => `${t.from}>${t.to}`);
+      expect(path[0]).toBe('closed>open');
+      expect(path).toContain('half-open>closed');
+      const given = await engine.deadLetters.list({ limit: 100 });
+      expect(given.map((g) => pathOf(g.url ?? '')).sort()).toEqual([...failing].sort());
+      expect(given.every((g) => g.error.code === 'MOCRA_ERR_CONNECTION')).toBe(true);
+    } finally {
+      diagnostics_channel.unsubscribe(POLICY_CHANNEL_NAMES.breaker, listener);
+    }
+  }, 30_000);
+
+  test('a healthy crawl next to 60 failing URLs of its host finishes; none of them opens the breaker', async () => {
+    // One graph seed, then 60 URLs of the same host that fail on their own: a 503, a dropped
+    // connection, a redirect loop — each URL's own trouble, with good pages all around.
+    const failing: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      failing.push(`/status/503?own=${i}`, `/drop/before-headers?own=${i}`, `/redirect-loop/2/0?own=${i}`);
+    }
+    const graph = { pages: 300, fanout: 4, bytes: 512 };
+    const transitions: BreakerTransition[] = [];
+    const backoffs: unknown[] = [];
+    const onBreaker = (m: unknown) => transitions.push(m as BreakerTransition);
+    const onBackoff = (m: unknown) => backoffs.push(m);
+    diagnostics_channel.subscribe(POLICY_CHANNEL_NAMES.breaker, onBreaker);
+    diagnostics_channel.subscribe('mocra:frontier:backoff', onBackoff);
+    try {
+      const { engine, items } = crawl('healthy-next-to-failing', [site.graphUrl(graph), ...failing], {
+        parse(res, cx) {
+          if (!res.request.url.includes('/graph/')) return;
+          for (const a of res.$('a').toArray()) {
+            const href = res.$(a).attr('href');
+            if (href !== undefined) cx.follow(href);
+          }
+        },
+        configure: (b) =>
+          b
+            .concurrency(8)
+            .politeness({ maxConcurrency: 8 })
+            .recovery({
+              overrides: [
+                {
+                  kind: ['network', 'http-503'],
+                  max_retries: 3,
+                  backoff: 'fixed',
+                  backoff_ms: 100,
+                  jitter: 0,
+                },
+              ],
+            }),
+      });
+      const summary = await engine.run();
+      expect(summary.reason).toBe('idle');
+      const pages = items.filter((i) => i.path.startsWith('/graph/'));
+      expect(new Set(pages.map((p) => p.path)).size).toBe(graph.pages);
+      const host = new URL(site.url).host;
+      expect(transitions.filter((t) => t.key === host)).toEqual([]);
+      expect(backoffs).toEqual([]);
+      // The failing URLs were each given up on their own terms (the 503s reached parse after their retries).
+      const given = await engine.deadLetters.list({ limit: 100 });
+      expect(given.map((g) => g.error.code).sort()).toEqual([
+        ...Array<string>(20).fill('MOCRA_ERR_CONNECTION'),
+        ...Array<string>(20).fill('MOCRA_ERR_REDIRECT_LOOP'),
+      ]);
+    } finally {
+      diagnostics_channel.unsubscribe(POLICY_CHANNEL_NAMES.breaker, onBreaker);
+      diagnostics_channel.unsubscribe('mocra:frontier:backoff', onBackoff);
+    }
+  }, 60_000);
 
   test('a host that recovers: a failed probe reopens, a successful one closes the breaker', async () => {
     const paths = Array.from({ length: 10 }, (_, i) => `/flaky/breaker-recovers/4?q=${i}&status=500`);

@@ -15,6 +15,8 @@ export interface ApiConfigOptions {
   host: string;
   port: number;
   apiKey?: string;
+  corsOrigins: string[];
+  allowedHosts: string[];
   rateLimit: number;
   rateLimitBurst?: number;
   dashboard: boolean;
@@ -31,6 +33,8 @@ export function apiOptionsFromConfig(config: Pick<MocraConfig, 'api'>): ApiConfi
     host: api.host,
     port: api.port,
     ...(api.api_key === undefined ? {} : { apiKey: api.api_key }),
+    corsOrigins: api.cors_origins,
+    allowedHosts: api.allowed_hosts,
     rateLimit: api.rate_limit,
     ...(api.rate_limit_burst === undefined ? {} : { rateLimitBurst: api.rate_limit_burst }),
     dashboard: api.dashboard,

@@ -14,6 +14,7 @@
  * republishes the *work it failed on* to its own topic with fresh attempts, not the failure
  * event, which the policy would only give up on again.
  */
+import diagnostics_channel from 'node:diagnostics_channel';
 import os from 'node:os';
 import type { Coordination } from '../coordination/types.js';
 import { MOCRA_VERSION } from '../downloader/version.js';
@@ -21,9 +22,11 @@ import type { DeadLetterQuery } from '../engine/dead-letters.js';
 import type { Engine } from '../engine/engine.js';
 import { EngineStateError } from '../errors.js';
 import { STAGE_TOPICS, type StageName, TOPICS, type TopicName } from '../model/events.js';
+import { CHANNEL_NAMES } from '../observability/channels.js';
 import type { EngineTelemetry } from '../observability/metrics/engine-telemetry.js';
 import type { DeadLetter, DeadLetterFilter } from '../queue/types.js';
 import { safeJson, summarizeDeadLetter } from './dlq-view.js';
+import { ThroughputHistory } from './throughput-history.js';
 import type {
   ClusterInfoSource,
   ClusterView,
@@ -35,6 +38,7 @@ import type {
   DlqSelection,
   EngineView,
   HealthView,
+  HistoryView,
   HostsView,
   NodesView,
   PauseView,
@@ -57,6 +61,8 @@ export interface EngineControlPlaneOptions {
   pausePollMs?: number;
   /** Rows of `/observability/hosts`. @default 200 */
   hostsLimit?: number;
+  /** How often the throughput history of `/observability/history` is sampled. @default 2000 */
+  historyIntervalMs?: number;
 }
 
 const TOPIC_NAMES = Object.values(TOPICS) as TopicName[];
@@ -79,6 +85,10 @@ export class EngineControlPlane implements ControlPlane {
   readonly #clustered: boolean;
   readonly #pauseKey: string;
   readonly #hostsLimit: number;
+  readonly #history: ThroughputHistory;
+  /** The last queue view read: what `/observability/queues` shows once the engine closed its queues. */
+  #lastQueues: QueuesView | undefined;
+  readonly #onStage: (message: unknown) => void;
   #pollTimer: NodeJS.Timeout | undefined;
   /** This node paused because of the cluster key (so the key going away resumes it). */
   #pausedByCluster = false;
@@ -93,6 +103,21 @@ export class EngineControlPlane implements ControlPlane {
     this.node = options.node ?? options.coordination?.nodeId ?? os.hostname();
     this.#pauseKey = `${options.engine.queue.namespace}:engine:pause`;
     this.#hostsLimit = options.hostsLimit ?? 200;
+    const engine = options.engine;
+    this.#history = new ThroughputHistory({
+      read: () => engine.stats(),
+      ...(options.historyIntervalMs === undefined ? {} : { intervalMs: options.historyIntervalMs }),
+    }).start();
+    // Its stages stopped, its queues are about to close: keep their final counts for a
+    // dashboard that stays up after the run (a lingering one).
+    let finalRead = false;
+    this.#onStage = (message) => {
+      if (finalRead || (message as { phase?: unknown }).phase !== 'stop' || engine.state !== 'stopping')
+        return;
+      finalRead = true;
+      void this.queues().catch(() => {});
+    };
+    diagnostics_channel.subscribe(CHANNEL_NAMES.stage, this.#onStage);
     if (this.#clustered) {
       const every = options.pausePollMs ?? 1000;
       this.#pollTimer = setInterval(() => void this.syncPause(), every);
@@ -133,6 +158,8 @@ export class EngineControlPlane implements ControlPlane {
   }
 
   close(): void {
+    this.#history.close();
+    diagnostics_channel.unsubscribe(CHANNEL_NAMES.stage, this.#onStage);
     if (this.#pollTimer !== undefined) clearInterval(this.#pollTimer);
     this.#pollTimer = undefined;
   }
@@ -181,7 +208,21 @@ export class EngineControlPlane implements ControlPlane {
     };
   }
 
+  async history(): Promise<HistoryView> {
+    return { intervalMs: this.#history.intervalMs, samples: this.#history.samples(), sampledAt: Date.now() };
+  }
+
   async queues(): Promise<QueuesView> {
+    try {
+      this.#lastQueues = await this.#readQueues();
+      return this.#lastQueues;
+    } catch (err) {
+      if (this.#engine.state === 'stopped' && this.#lastQueues !== undefined) return this.#lastQueues;
+      throw err;
+    }
+  }
+
+  async #readQueues(): Promise<QueuesView> {
     const queue = this.#engine.queue;
     const queues = await Promise.all(
       TOPIC_NAMES.map(async (topic) => {

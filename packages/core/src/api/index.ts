@@ -29,6 +29,8 @@ export type {
   DlqSelection,
   EngineView,
   HealthView,
+  HistorySample,
+  HistoryView,
   HostsView,
   HostView,
   LogRecordView,

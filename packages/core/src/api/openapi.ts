@@ -22,6 +22,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   409: 'The engine is not in a state that allows this (MOCRA_ERR_ENGINE_STATE)',
   413: 'Body too large (MOCRA_ERR_API_BODY_TOO_LARGE)',
   415: 'Body is not JSON (MOCRA_ERR_API_UNSUPPORTED_MEDIA_TYPE)',
+  421: 'The Host header names a host this API does not serve (MOCRA_ERR_API_HOST_NOT_ALLOWED)',
   422: 'Unknown module (MOCRA_ERR_UNKNOWN_MODULE)',
   429: 'Rate limited (MOCRA_ERR_API_RATE_LIMITED); see Retry-After',
   500: 'Internal error (MOCRA_ERR_INTERNAL)',
@@ -54,7 +55,7 @@ function build(): JsonSchema {
       title: 'mocra control API',
       version: MOCRA_VERSION,
       description:
-        'Read-only observability endpoints (no key, CORS) and authenticated control endpoints. Every error is a JSON body `{ error: { code, message, status }, requestId }`; the codes are listed in docs/errors.md.',
+        'Read-only observability endpoints (no key; cross-origin reads for the origins in `[api] cors_origins`) and authenticated control endpoints. Requests for a host name the API does not serve answer 421. Every error is a JSON body `{ error: { code, message, status }, requestId }`; the codes are listed in docs/errors.md.',
       'x-error-status': API_ERROR_STATUS,
     },
     tags: [
@@ -93,7 +94,8 @@ function operation(route: RouteSpec): Record<string, unknown> {
     description: STATUS_TEXT[route.status] ?? 'OK',
     content: successContent(route),
   };
-  for (const status of new Set([...route.errors, 500])) {
+  // Any route answers 421 to a request for a host it does not serve.
+  for (const status of new Set([...route.errors, 421, 500])) {
     responses[String(status)] = {
       description: STATUS_TEXT[status] ?? 'Error',
       content: { 'application/json': { schema: { $ref: REF(idOf(errorBodySchema) ?? 'Error') } } },

@@ -16,6 +16,7 @@ import {
   dlqResultSchema,
   engineViewSchema,
   healthViewSchema,
+  historyViewSchema,
   hostsViewSchema,
   logsQuerySchema,
   logsViewSchema,
@@ -35,6 +36,7 @@ export type RouteId =
   | 'engine'
   | 'cluster'
   | 'system'
+  | 'history'
   | 'logs'
   | 'hosts'
   | 'queues'
@@ -160,6 +162,19 @@ export const API_ROUTES: readonly RouteSpec[] = [
     status: 200,
     contentType: 'application/json',
     errors: [],
+  },
+  {
+    id: 'history',
+    method: 'GET',
+    url: '/observability/history',
+    summary: 'Pages, items, errors and bytes per second over the last minutes, sampled on the server.',
+    tag: 'observability',
+    auth: false,
+    rateLimited: false,
+    response: historyViewSchema,
+    status: 200,
+    contentType: 'application/json',
+    errors: READ_ERRORS,
   },
   {
     id: 'logs',

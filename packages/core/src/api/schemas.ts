@@ -327,6 +327,28 @@ export const systemViewSchema = named(
   }),
 );
 
+export const historySampleSchema = named(
+  'HistorySample',
+  z.object({
+    t: epochMs,
+    pages: z.number().describe('pages per second since the previous sample'),
+    items: z.number(),
+    errors: z.number(),
+    bytes: z.number(),
+  }),
+  'Rates per second over one sampling interval, ending at `t`.',
+);
+
+export const historyViewSchema = named(
+  'HistoryView',
+  z.object({
+    intervalMs: count,
+    samples: z.array(historySampleSchema),
+    sampledAt: epochMs,
+  }),
+  'Throughput of the last minutes, sampled on the server, oldest first (the dashboard chart starts from it).',
+);
+
 export const logRecordSchema = named(
   'LogRecord',
   z.object({

@@ -3,12 +3,16 @@
  * and authenticated control endpoints, all answered from a {@link ControlPlane}.
  *
  * ```
- *  request ─▶ CORS ─▶ route ─▶ [auth?] ─▶ [rate limit? mutating only] ─▶ validate ─▶ control plane
- *                                  │              │                          │        (bounded by
- *                                  ▼              ▼                          ▼         callTimeoutMs)
- *                               401/403          429                        400
+ *  request ─▶ Host? ─▶ CORS ─▶ route ─▶ [auth?] ─▶ [rate limit? mutating only] ─▶ validate ─▶ control plane
+ *               │                          │              │                          │        (bounded by
+ *               ▼                          ▼              ▼                          ▼         callTimeoutMs)
+ *              421                      401/403          429                        400
  *                     every error: { error: { code, message, status }, requestId }
  * ```
+ *
+ * A browser page of another origin reads nothing unless its origin is in `corsOrigins`, and a
+ * request for a host name the API does not serve is refused (host-check.ts), so neither a
+ * hostile page nor DNS rebinding reaches the logs, metrics or hosts of a crawl on 127.0.0.1.
  *
  * Start-up is all or nothing: `listen()` either resolves with the bound address or rejects with
  * an ApiBindError after closing the server, so a failed bind never leaves a half-started
@@ -21,6 +25,7 @@ import type { z } from 'zod';
 import { MOCRA_VERSION } from '../downloader/version.js';
 import {
   ApiBindError,
+  ApiHostNotAllowedError,
   ApiKeyNotConfiguredError,
   ApiNotFoundError,
   ApiRateLimitedError,
@@ -38,6 +43,7 @@ import { lazyRequire } from '../optional-dependency.js';
 import { ApiKeyChecker } from './auth.js';
 import { dashboardHtml } from './dashboard.js';
 import { errorResponse } from './error-status.js';
+import { createHostCheck, type HostCheck } from './host-check.js';
 import { openApiDocument } from './openapi.js';
 import { RateLimiter } from './rate-limit.js';
 import { API_ROUTES, type RouteId, type RouteSpec } from './routes.js';
@@ -63,6 +69,18 @@ export interface ApiServerOptions {
   port?: number;
   /** Key(s) accepted by the authenticated endpoints. None: those endpoints answer 403. */
   apiKey?: string | readonly string[];
+  /**
+   * Origins (`https://grafana.example.com`) whose pages may call the API from a browser
+   * (CORS); `'*'` allows any. The dashboard served here is same-origin and needs none.
+   * @default [] (no cross-origin access)
+   */
+  corsOrigins?: readonly string[];
+  /**
+   * Host names (the `Host` header) served besides the bind host, this machine's name,
+   * `localhost` and IP addresses; `'*'` serves any. Others answer 421 (DNS rebinding).
+   * @default []
+   */
+  allowedHosts?: readonly string[];
   /** Mutating requests per second per key (token bucket); 0 turns the limit off. @default 10 */
   rateLimit?: number;
   /** Bucket size of the rate limit. @default 2 × rateLimit */
@@ -113,6 +131,8 @@ export class ApiServer {
   readonly #callTimeoutMs: number;
   readonly #dashboard: boolean;
   readonly #logger: Logger | undefined;
+  readonly #corsOrigins: readonly string[];
+  readonly #hostAllowed: HostCheck;
   #listening: Promise<ApiAddress> | undefined;
   #address: ApiAddress | undefined;
   #closed = false;
@@ -147,6 +167,8 @@ export class ApiServer {
     this.#callTimeoutMs = options.callTimeoutMs ?? 5000;
     this.#dashboard = options.dashboard ?? true;
     this.#logger = options.logger;
+    this.#corsOrigins = options.corsOrigins ?? [];
+    this.#hostAllowed = createHostCheck(this.host, options.allowedHosts);
     this.#app = this.#build(options.bodyLimit ?? 1024 * 1024);
   }
 
@@ -220,13 +242,22 @@ export class ApiServer {
       }
     });
 
-    void app.register(fastifyCors().fastifyCors, {
-      origin: '*',
-      methods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
-      allowedHeaders: ['authorization', 'x-api-key', 'content-type'],
-      exposedHeaders: ['retry-after', 'x-request-id', 'x-ratelimit-remaining'],
-      maxAge: 600,
+    // First, before CORS answers a preflight: a request for a host this API does not serve.
+    app.addHook('onRequest', async (req) => {
+      if (!this.#hostAllowed(req.headers.host)) throw new ApiHostNotAllowedError(req.headers.host ?? '');
     });
+
+    // Without configured origins there are no CORS headers at all: browsers keep other
+    // origins' pages from reading any answer.
+    if (this.#corsOrigins.length > 0) {
+      void app.register(fastifyCors().fastifyCors, {
+        origin: this.#corsOrigins.includes('*') ? '*' : [...this.#corsOrigins],
+        methods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
+        allowedHeaders: ['authorization', 'x-api-key', 'content-type'],
+        exposedHeaders: ['retry-after', 'x-request-id', 'x-ratelimit-remaining'],
+        maxAge: 600,
+      });
+    }
 
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
@@ -297,7 +328,8 @@ export class ApiServer {
           .header('referrer-policy', 'no-referrer')
           .header(
             'content-security-policy',
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src *; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            // The page talks to its own origin only (the API key never leaves it).
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
           );
         return html;
       },
@@ -318,6 +350,7 @@ export class ApiServer {
       engine: async () => call('engine', () => plane.engine()),
       cluster: async () => call('cluster', () => plane.cluster()),
       system: async () => this.#system.sample(),
+      history: async () => call('history', () => plane.history()),
       logs: async (_req, _reply, { query }) => {
         const logs = this.#logs;
         if (logs === undefined) throw new ApiUnavailableError('no log buffer is attached to this API server');

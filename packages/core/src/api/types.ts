@@ -15,6 +15,8 @@ import type {
   dlqResultSchema,
   engineViewSchema,
   healthViewSchema,
+  historySampleSchema,
+  historyViewSchema,
   hostsViewSchema,
   hostViewSchema,
   logRecordSchema,
@@ -41,6 +43,8 @@ export type ClusterView = z.output<typeof clusterViewSchema>;
 export type MemberView = z.output<typeof memberViewSchema>;
 export type HealthView = z.output<typeof healthViewSchema>;
 export type SystemView = z.output<typeof systemViewSchema>;
+export type HistoryView = z.output<typeof historyViewSchema>;
+export type HistorySample = z.output<typeof historySampleSchema>;
 export type LogsView = z.output<typeof logsViewSchema>;
 export type LogRecordView = z.output<typeof logRecordSchema>;
 export type NodesView = z.output<typeof nodesViewSchema>;
@@ -80,6 +84,8 @@ export interface ControlPlane {
   cluster(): Promise<ClusterView | null>;
   /** Component health for `/health`. */
   health(): Promise<HealthView>;
+  /** Throughput of the last minutes, kept on the server so a reloaded dashboard has its chart. */
+  history(): Promise<HistoryView>;
   /** Members known to the coordination backend (just this node when single-node). */
   nodes(): Promise<NodesView>;
   /** Stop taking new work (cluster-wide when a coordination backend is shared). */

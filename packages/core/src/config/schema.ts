@@ -337,6 +337,18 @@ const scheduler = z
   })
   .prefault({});
 
+/** A web origin (`scheme://host[:port]`, nothing after it) or `*`. */
+const corsOrigin = z
+  .string()
+  .refine(
+    (v) => v === '*' || /^https?:\/\/[^/?#\s]+$/i.test(v),
+    'an origin such as https://dashboard.example.com (scheme and host, no path), or "*"',
+  );
+/** A host name or address as it appears in a `Host` header (without the port), or `*`. */
+const hostName = z
+  .string()
+  .regex(/^(\*|[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$/, 'a host name such as host.docker.internal, or "*"');
+
 /** `[api]`: the control API and dashboard (packages/core/src/api; docs/api-reference.md). */
 const api = z
   .strictObject({
@@ -361,6 +373,16 @@ const api = z
       description:
         'Key of the authenticated endpoints (`Authorization: Bearer <key>` or `x-api-key`). Unset: they answer 403.',
       upstream: 'api.api_key',
+    }),
+    cors_origins: key(z.array(corsOrigin).default([]), {
+      live: false,
+      description:
+        'Origins (`https://grafana.example.com`) whose web pages may read the API from a browser (CORS); `"*"` allows every origin. The dashboard the API serves itself needs none. Empty: no cross-origin reads.',
+    }),
+    allowed_hosts: key(z.array(hostName).default([]), {
+      live: false,
+      description:
+        'Host names requests may be addressed to (the `Host` header) besides `host`, the host name of the machine, `localhost` and IP addresses, e.g. `host.docker.internal` for Prometheus in Docker; `"*"` accepts any. Other names are refused (HTTP 421), so a web page cannot reach the API through DNS rebinding.',
     }),
     rate_limit: key(z.number().min(0).default(10), {
       live: false,

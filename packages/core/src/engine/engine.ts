@@ -998,7 +998,7 @@ export class Engine {
       await this.#publishJoins(joins, request);
       return undefined;
     }
-    const admission = this.#policy.admit?.('download', workOf(request));
+    const admission = this.#policy.admit?.('download', workOf(request, attemptsOf(delivery)));
     if (admission !== undefined) {
       if ('error' in admission) throw admission.error;
       // A circuit breaker is open: put the request back without counting a failure.
@@ -1798,7 +1798,7 @@ function positiveInt(name: string, value: number | undefined, fallback: number):
 }
 
 /** What the failure policy needs to know about a request. */
-function workOf(request: Request): WorkScope {
+function workOf(request: Request, attempt?: number): WorkScope {
   let host: string | undefined;
   try {
     host = requestUrl(request).host.toLowerCase(); // cached on the request: no parse per call
@@ -1811,6 +1811,7 @@ function workOf(request: Request): WorkScope {
     url: request.url,
     fingerprint: request.fingerprint,
     host,
+    attempt,
   };
 }
 

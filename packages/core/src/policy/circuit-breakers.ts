@@ -3,7 +3,8 @@
  * let one probe through now and then, and resume when a probe succeeds.
  *
  * ```
- *            failure × failureThreshold (consecutive)
+ *        failures of failureThreshold distinct subjects in a row,
+ *        and no success within recentSuccessMs
  *   closed ───────────────────────────────────────────▶ open ◀──────────────┐
  *     ▲                                                  │ openFor elapsed   │ probe fails:
  *     │ probe succeeds                                   ▼                   │ reopen, openFor × backoffFactor
@@ -11,14 +12,24 @@
  *                                                  one probe at a time; others wait
  * ```
  *
+ * A failure is about a *subject* — the URL the work was for — as well as the target. One URL
+ * that keeps failing (its own 503, a page that drops the connection) is one failure however
+ * often it is retried: only failures spread over distinct subjects, with no success of the
+ * target in between, say that the target itself is unhealthy. A target that succeeded within
+ * `recentSuccessMs` is up, whatever failed since, so a burst of broken URLs right after a good
+ * page opens nothing. In half-open the probe goes to work whose subject was not failing; a
+ * failing subject probes only when no other work asked for `probeWaitMs`.
+ *
  * Time is read from an injectable clock, and transitions happen lazily when the breaker is
  * consulted (no timers), so tests drive it with a hand-moved clock and an idle process costs
  * nothing. A probe that never reports back (its worker died) is presumed lost after
  * `probeTimeoutMs` and the next caller probes instead.
  *
  * `openCount` counts opens since the breaker last closed; once it reaches `maxOpens` the
- * target is considered down for good and `check` says `exhausted`, so the caller can give the
- * work up instead of deferring it forever (a crawl of a dead host still ends).
+ * target is considered down for good and `check` says `exhausted` to work that was tried
+ * before, so the caller can give it up instead of deferring it forever (a crawl of a dead host
+ * still ends). Work that was never tried is never given up by a breaker: an exhausted breaker
+ * lets it run once, and its own failure decides.
  */
 import { CircuitOpenError, InvalidArgumentError } from '../errors.js';
 import type { Clock } from '../schedule/clock.js';
@@ -28,8 +39,17 @@ export type BreakerScope = 'host' | 'module';
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface CircuitBreakerOptions {
-  /** Consecutive failures that open a closed breaker. @default 10 */
+  /**
+   * Failures in a row (no success in between) that open a closed breaker. Failures of one
+   * subject count once; failures reported without a subject count one each. @default 10
+   */
   failureThreshold?: number;
+  /**
+   * A target that succeeded within this many milliseconds is up: failures since then open its
+   * breaker only once that success is this old (a burst of broken URLs next to good pages is
+   * about the URLs). 0: only the failures in a row count. @default 5000
+   */
+  recentSuccessMs?: number;
   /** How long the first open lasts. @default 5000 */
   openMs?: number;
   /** Each reopen (a failed probe) lasts this much longer than the last. @default 2 */
@@ -48,6 +68,17 @@ export interface CircuitBreakerOptions {
   clock?: Pick<Clock, 'now'>;
   /** Called on every state change (also published on `mocra:policy:breaker`). */
   onTransition?: (transition: BreakerTransition) => void;
+}
+
+/** What `check` is asked about: the work that wants to run. */
+export interface BreakerWork {
+  /** What the work is about (its URL or fingerprint): see the module comment. */
+  subject?: string;
+  /**
+   * Whether the work ran before (a retry). An exhausted breaker refuses only work that was
+   * tried; work that never was runs once. @default true
+   */
+  tried?: boolean;
 }
 
 /** What `check` answered. */
@@ -99,6 +130,9 @@ interface Breaker {
   scope: BreakerScope;
   key: string;
   state: BreakerState;
+  /** Failing subjects, oldest first → the `successes` count when each last failed (see #counts). */
+  failing: Map<string, number>;
+  lastSuccessAt: number | undefined;
   consecutiveFailures: number;
   openCount: number;
   since: number;
@@ -110,6 +144,8 @@ interface Breaker {
 
 export class CircuitBreakers {
   readonly #threshold: number;
+  readonly #recentSuccessMs: number;
+  readonly #maxSubjects: number;
   readonly #openMs: number;
   readonly #factor: number;
   readonly #maxOpenMs: number;
@@ -123,6 +159,10 @@ export class CircuitBreakers {
 
   constructor(options: CircuitBreakerOptions = {}) {
     this.#threshold = int('failureThreshold', options.failureThreshold, 10, 1);
+    this.#recentSuccessMs = int('recentSuccessMs', options.recentSuccessMs, 5_000, 0);
+    // Enough to count a threshold's worth of distinct failures and to remember the URLs that
+    // failed last; small, as every target (up to maxBreakers) may hold that many.
+    this.#maxSubjects = Math.max(16, 2 * this.#threshold);
     this.#openMs = int('openMs', options.openMs, 5_000, 0);
     this.#maxOpenMs = int('maxOpenMs', options.maxOpenMs, 300_000, 0);
     this.#maxOpens = int('maxOpens', options.maxOpens, 8, 0);
@@ -140,67 +180,72 @@ export class CircuitBreakers {
    * May work for this target run now? In half-open, the first caller gets `probe: true` and
    * must report with `success`, `failure` or `release`; the others are refused until it does.
    */
-  check(scope: BreakerScope, key: string): BreakerPermit {
+  check(scope: BreakerScope, key: string, work: BreakerWork = {}): BreakerPermit {
     const b = this.#breakers.get(id(scope, key));
     if (!b) return { allowed: true, state: 'closed', probe: false };
     const now = this.#clock.now();
     this.#refresh(b, now);
-    switch (b.state) {
-      case 'closed':
-        return { allowed: true, state: 'closed', probe: false };
-      case 'open':
-        return {
-          allowed: false,
-          state: 'open',
-          retryAfterMs: Math.max(0, b.retryAt - now),
-          exhausted: this.#maxOpens > 0 && b.openCount >= this.#maxOpens,
-        };
-      case 'half-open':
-        if (b.probeStartedAt === undefined) {
-          b.probeStartedAt = now;
-          return { allowed: true, state: 'half-open', probe: true };
-        }
-        return {
-          allowed: false,
-          state: 'half-open',
-          retryAfterMs: this.#probeWaitMs,
-          exhausted: this.#maxOpens > 0 && b.openCount >= this.#maxOpens,
-        };
+    if (b.state === 'closed') return { allowed: true, state: 'closed', probe: false };
+    if (
+      b.state === 'half-open' &&
+      b.probeStartedAt === undefined &&
+      // A subject that was failing proves little about the target: others probe first.
+      (work.subject === undefined || !b.failing.has(work.subject) || now - b.since >= this.#probeWaitMs)
+    ) {
+      b.probeStartedAt = now;
+      return { allowed: true, state: 'half-open', probe: true };
     }
+    const exhausted = this.#maxOpens > 0 && b.openCount >= this.#maxOpens;
+    // Down for good, but this work never had its own try: it gets one.
+    if (exhausted && work.tried === false) return { allowed: true, state: b.state, probe: false };
+    return {
+      allowed: false,
+      state: b.state,
+      retryAfterMs: b.state === 'open' ? Math.max(0, b.retryAt - now) : this.#probeWaitMs,
+      exhausted,
+    };
   }
 
-  /** Work for the target succeeded: a half-open (or open) breaker closes; failures in a row reset. */
-  success(scope: BreakerScope, key: string): void {
-    const b = this.#breakers.get(id(scope, key));
-    if (!b) return;
+  /**
+   * Work for the target succeeded: a half-open (or open) breaker closes; failures in a row
+   * reset, and `subject` is no longer failing.
+   */
+  success(scope: BreakerScope, key: string, subject?: string): void {
     const now = this.#clock.now();
+    // Remembered even before any failure: a recent success keeps the breaker closed.
+    const b = this.#getOrCreate(scope, key, now);
     b.successes++;
+    b.lastSuccessAt = now;
     b.consecutiveFailures = 0;
     b.probeStartedAt = undefined;
+    if (subject !== undefined) b.failing.delete(subject);
     if (b.state !== 'closed') {
       b.openCount = 0;
       this.#move(b, 'closed', now);
     }
   }
 
-  /** Work for the target failed in a way that says it is unhealthy. */
-  failure(scope: BreakerScope, key: string): void {
+  /** Work for the target (about `subject`) failed in a way that says it may be unhealthy. */
+  failure(scope: BreakerScope, key: string, subject?: string): void {
     const now = this.#clock.now();
     const b = this.#getOrCreate(scope, key, now);
     b.failures++;
     this.#refresh(b, now);
+    if (this.#counts(b, subject)) b.consecutiveFailures++;
     switch (b.state) {
       case 'closed':
-        b.consecutiveFailures++;
-        if (b.consecutiveFailures >= this.#threshold) this.#open(b, now);
+        if (
+          b.consecutiveFailures >= this.#threshold &&
+          (b.lastSuccessAt === undefined || now - b.lastSuccessAt >= this.#recentSuccessMs)
+        ) {
+          this.#open(b, now);
+        }
         break;
       case 'half-open':
-        b.consecutiveFailures++;
         this.#open(b, now);
         break;
       case 'open':
         // Work that started before the breaker opened; the open stands as it is.
-        b.consecutiveFailures++;
         break;
     }
   }
@@ -228,7 +273,7 @@ export class CircuitBreakers {
   /** One breaker, or undefined when it never failed (it is closed). */
   get(scope: BreakerScope, key: string): BreakerSnapshot | undefined {
     const b = this.#breakers.get(id(scope, key));
-    if (!b) return undefined;
+    if (!b || b.failures === 0) return undefined;
     this.#refresh(b, this.#clock.now());
     return snapshot(b);
   }
@@ -239,6 +284,7 @@ export class CircuitBreakers {
     const order: Record<BreakerState, number> = { open: 0, 'half-open': 1, closed: 2 };
     const out: BreakerSnapshot[] = [];
     for (const b of this.#breakers.values()) {
+      if (b.failures === 0) continue;
       this.#refresh(b, now);
       if (filter.scope !== undefined && b.scope !== filter.scope) continue;
       if (filter.state !== undefined && b.state !== filter.state) continue;
@@ -259,9 +305,23 @@ export class CircuitBreakers {
     return this.#breakers.size;
   }
 
-  /** Open → half-open once its time is up; a lost probe frees the slot. */
+  /**
+   * Whether this failure adds to the failures in a row: the first of its subject since the
+   * last success (a subject's entry holds the `successes` count of its last failure). The
+   * subject is remembered as failing either way, most recent last, at most #maxSubjects.
+   */
+  #counts(b: Breaker, subject: string | undefined): boolean {
+    if (subject === undefined) return true;
+    const fresh = b.failing.get(subject) !== b.successes;
+    b.failing.delete(subject);
+    b.failing.set(subject, b.successes);
+    if (b.failing.size > this.#maxSubjects) b.failing.delete(b.failing.keys().next().value as string);
+    return fresh;
+  }
+
+  /** Open → half-open once its time is up (half-open since then); a lost probe frees the slot. */
   #refresh(b: Breaker, now: number): void {
-    if (b.state === 'open' && now >= b.retryAt) this.#move(b, 'half-open', now);
+    if (b.state === 'open' && now >= b.retryAt) this.#move(b, 'half-open', b.retryAt);
     if (
       b.state === 'half-open' &&
       b.probeStartedAt !== undefined &&
@@ -307,6 +367,8 @@ export class CircuitBreakers {
         scope,
         key,
         state: 'closed',
+        failing: new Map(),
+        lastSuccessAt: undefined,
         consecutiveFailures: 0,
         openCount: 0,
         since: now,

@@ -5,12 +5,12 @@
  * ```
  *  admit(download, work) ── module / task terminated? ──────────────▶ { error }  (fails, dead-lettered)
  *                        ── host or module breaker open? ───────────▶ { deferMs } (put back, not a failure)
- *                        │                 … and exhausted? ────────▶ { error }  (CircuitOpenError, given up)
+ *                        │    … exhausted, and the work was tried? ─▶ { error }  (CircuitOpenError, given up)
  *                        └─ otherwise (maybe as the half-open probe) ▶ run
  *
  *  decide(event) ── resolver: retry / give up / stop
  *                ── rule.tripsBreaker ─▶ breakers: failure of the host (network, timeouts, 5xx, 429)
- *                                        or of the module (store, middleware)
+ *                                        or of the module (store, middleware), about the work's URL
  *                ── rule.counted ──────▶ thresholds: continue | retry-later | skip | terminate-*
  *                └─ combined: stop > terminate/skip (give up) > give up > retry (cool-down if retry-later)
  *
@@ -77,8 +77,13 @@ export class RecoveryPolicy implements FailurePolicy {
     if (host !== undefined) targets.push(['host', host]);
     if (work.module !== undefined) targets.push(['module', work.module]);
     const granted: [BreakerScope, string][] = [];
+    const subject = requestKey(work);
+    const ask = {
+      ...(subject === undefined ? {} : { subject }),
+      tried: work.attempt === undefined || work.attempt > 0,
+    };
     for (const [scope, key] of targets) {
-      const permit = this.breakers.check(scope, key);
+      const permit = this.breakers.check(scope, key, ask);
       if (permit.allowed) {
         if (permit.probe) granted.push([scope, key]);
         continue;
@@ -101,12 +106,12 @@ export class RecoveryPolicy implements FailurePolicy {
       // A 5xx or 429 that reached parse after its last retry says nothing good about the host.
       const failing = work.status !== undefined && (work.status >= 500 || work.status === 429);
       if (failing) this.breakers.release('host', host);
-      else this.breakers.success('host', host);
+      else this.breakers.success('host', host, requestKey(work));
       return;
     }
     if (stage === 'parse') {
       // The page went all the way: parsed, middleware ran, items stored.
-      if (work.module !== undefined) this.breakers?.success('module', work.module);
+      if (work.module !== undefined) this.breakers?.success('module', work.module, requestKey(work));
       this.thresholds?.success({ request: requestKey(work), module: work.module, task: work.runId });
     }
   }
@@ -166,7 +171,7 @@ export class RecoveryPolicy implements FailurePolicy {
    * A failure that trips a breaker trips its target's: the host's for what the server or the
    * network did (network, timeouts, 5xx, 429, 503), the module's for what its own dependencies
    * did (store, middleware). Anything else says nothing about either, so a probe it may have
-   * been frees its slot for the next one.
+   * been frees its slot for the next one. The breakers count a URL that keeps failing once.
    */
   #feedBreakers(kind: FailureKind, trips: boolean, work: WorkScope): void {
     const breakers = this.breakers;
@@ -175,12 +180,13 @@ export class RecoveryPolicy implements FailurePolicy {
     const module = work.module;
     const hostFailure = trips && isHostFailure(kind);
     const moduleFailure = trips && !hostFailure;
+    const subject = requestKey(work);
     if (host !== undefined) {
-      if (hostFailure) breakers.failure('host', host);
+      if (hostFailure) breakers.failure('host', host, subject);
       else if (!moduleFailure) breakers.release('host', host);
     }
     if (module !== undefined) {
-      if (moduleFailure) breakers.failure('module', module);
+      if (moduleFailure) breakers.failure('module', module, subject);
       else breakers.release('module', module);
     }
   }

@@ -23,6 +23,11 @@ export interface WorkScope {
   host?: string | undefined;
   /** The request's fingerprint (the request's identity for per-request counts). */
   fingerprint?: string | undefined;
+  /**
+   * Earlier failed runs of this work (0: it never ran). Unknown when absent, taken as tried: an
+   * exhausted breaker gives up only work that was tried.
+   */
+  attempt?: number | undefined;
 }
 
 /**

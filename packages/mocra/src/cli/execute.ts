@@ -5,7 +5,7 @@
  * | exit | when |
  * | ---- | ---- |
  * | 0    | the crawl ran to its end (every reachable page done, or `--max-pages` reached) |
- * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, its output cannot be resumed, or (`--strict`) some URL was given up on |
+ * | 1    | the crawl failed: nothing could be fetched (start URL unreachable, or disallowed by robots.txt), the run stopped on a critical error, the persist directory is in use, its output cannot be resumed, or (`--strict`) some URL was given up on or some work dead-lettered |
  * | 2    | bad usage (flags, arguments) |
  * | 130  | interrupted (SIGINT/SIGTERM); with `--persist`, run the same command again to resume |
  *
@@ -27,6 +27,7 @@ import {
 } from '@mocra/core';
 import type { MocraBuilder } from '../builder.js';
 import { StartUnreachableError } from '../errors.js';
+import { cliDashboard, lingerLine } from './dashboard.js';
 import { ErrorReport, summaryLines } from './error-report.js';
 import { formatElapsed, ProgressReporter, rateOf } from './progress.js';
 import type { RuntimeFlags } from './runtime-options.js';
@@ -96,30 +97,46 @@ export async function execute(
     engineStartedAt = Date.now();
     progress.start(engine);
   });
-  if (flags.dashboard !== undefined) {
-    builder.dashboard({ port: flags.dashboard, onListen: (url) => say(`mocra: dashboard at ${url}`) });
-  }
+  const dashboard =
+    flags.dashboard === undefined ? undefined : cliDashboard({ ...flags, dashboard: flags.dashboard }, say);
+  if (dashboard !== undefined) builder.dashboard(dashboard.options);
   const robotsUnreachable = countRobotsUnreachable();
-  let summary: RunSummary;
-  try {
-    summary = await builder.run();
-  } catch (err) {
-    progress.stop();
+  // The summary and the exit code as soon as the run ended: before a lingering dashboard.
+  let code: number | undefined;
+  builder.onEnd(async (summary) => {
+    robotsUnreachable.stop();
+    progress.stop({
+      pages: summary.pages,
+      queued: summary.pending,
+      errors: summary.errors,
+      elapsedMs: Date.now() - engineStartedAt,
+    });
     out?.close();
+    printSummary(
+      summary,
+      { ...ctx, out, failures, robotsUnreachable: robotsUnreachable.count() },
+      io,
+      flags.strict,
+    );
+    code = await exitCode(summary, flags, { ...ctx, out, failures }, io);
+    const url = dashboard?.url();
+    const linger = flags.dashboardLinger ?? 0;
+    if (url !== undefined && linger > 0 && summary.reason !== 'signal' && summary.reason !== 'aborted') {
+      io.stderr.write(`${lingerLine(url, linger)}\n`);
+    }
+  });
+  try {
+    await builder.run();
+  } catch (err) {
+    if (code === undefined) {
+      progress.stop();
+      out?.close();
+    }
     robotsUnreachable.stop();
     say(`mocra: ${describe(err)}`);
     return isMocraError(err) && err.code === 'MOCRA_ERR_CLI_USAGE' ? 2 : 1;
   }
-  robotsUnreachable.stop();
-  progress.stop({
-    pages: summary.pages,
-    queued: summary.pending,
-    errors: summary.errors,
-    elapsedMs: Date.now() - engineStartedAt,
-  });
-  out?.close();
-  printSummary(summary, { ...ctx, out, failures, robotsUnreachable: robotsUnreachable.count() }, io);
-  return exitCode(summary, flags, { ...ctx, out, failures }, io);
+  return code ?? 1;
 }
 
 function failureOf(event: ErrorEvent): Failure {
@@ -183,6 +200,7 @@ function printSummary(
   summary: RunSummary,
   ctx: ExecuteContext & Ended & { robotsUnreachable: number },
   io: CliIo,
+  strict: boolean,
 ): void {
   const seconds = summary.durationMs / 1000;
   const rate = rateOf({ pages: summary.pages, queued: 0, errors: 0, elapsedMs: summary.durationMs });
@@ -195,6 +213,11 @@ function printSummary(
     `  errors    ${summary.errors} (${summary.retries} retried, ${ctx.failures.length} given up), ${disallowed} dropped by robots.txt${ctx.robotsUnreachable > 0 ? `, ${ctx.robotsUnreachable} not fetched (robots.txt unreachable)` : ''}`,
     ...summaryLines(summary.errorExamples),
   ];
+  if (summary.deadLettered > 0) {
+    lines.push(
+      `  dlq       ${summary.deadLettered} given up for good and dead-lettered (${strict ? 'exit 1: --strict' : '--strict makes this exit 1'})`,
+    );
+  }
   const out = ctx.out;
   if (out?.file === undefined) {
     lines.push('  out       none: records were not kept (give --out pages.jsonl, or pipe standard output)');
@@ -237,6 +260,6 @@ async function exitCode(
     }
     return 1;
   }
-  if (flags.strict && ctx.failures.length > 0) return 1;
+  if (flags.strict && (ctx.failures.length > 0 || summary.deadLettered > 0)) return 1;
   return 0;
 }

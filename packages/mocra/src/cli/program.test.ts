@@ -62,6 +62,9 @@ describe('help', () => {
       '--out <file>',
       '--persist <dir>',
       '--dashboard <port>',
+      '--api-key <key>',
+      '--host <address>',
+      '--dashboard-linger <duration>',
     ]) {
       expect(crawl.stdout, flag).toContain(flag);
     }
@@ -95,6 +98,15 @@ describe('usage errors exit 2 and name what was wrong', () => {
     [['crawl', 'not-a-url'], /'not-a-url' is not an absolute URL.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'ftp://x.test/'], /only http and https.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'http://x.test/', '--out', 'pages.txt'], /must end in \.jsonl or \.csv/],
+    [
+      ['crawl', 'http://x.test/', '--api-key', 'k'],
+      /--api-key needs --dashboard <port>.*MOCRA_ERR_CLI_USAGE/,
+    ],
+    [
+      ['run', 'spider.ts', '--host', '0.0.0.0', '--dashboard-linger', '1m'],
+      /--host, --dashboard-linger need --dashboard/,
+    ],
+    [['crawl', 'http://x.test/', '--dashboard', '0', '--dashboard-linger', 'later'], /expected a duration/],
     [['crawl'], /missing required argument 'url'/],
     [['run'], /missing required argument 'file'/],
     [['fly'], /unknown command 'fly'/],
@@ -109,6 +121,8 @@ describe('usage errors exit 2 and name what was wrong', () => {
     expect(durationFlag('1.5s')).toBe(1500);
     expect(durationFlag('250')).toBe(250);
     expect(durationFlag('2m')).toBe(120_000);
+    expect(durationFlag('1h')).toBe(3_600_000);
+    expect(durationFlag('20ms')).toBe(20);
     expect(intFlag(1)('12')).toBe(12);
     expect(() => intFlag(1)('-3')).toThrow();
     expect(patternFlag('/a\\d+/i', ['/x/**'])).toEqual(['/x/**', /a\d+/i]);

@@ -19,6 +19,7 @@ import {
 } from '@mocra/core';
 import { type Command, InvalidArgumentError as CommanderArgumentError, Option } from 'commander';
 import type { MocraBuilder } from '../builder.js';
+import { checkDashboardFlags } from './dashboard.js';
 
 export interface RuntimeFlags {
   concurrency: number;
@@ -34,6 +35,12 @@ export interface RuntimeFlags {
   /** A mocra.toml (Mocra.builder().fromToml): its keys apply unless a flag given on the command line sets them. */
   config?: string;
   dashboard?: number;
+  /** Key of the dashboard's control actions (else MOCRA_API__API_KEY). */
+  apiKey?: string;
+  /** Interface the dashboard binds (else MOCRA_API__HOST, else 127.0.0.1). */
+  host?: string;
+  /** Milliseconds the dashboard stays up after the crawl ended. */
+  dashboardLinger?: number;
   retries: number;
   timeout: number;
   logLevel: LogLevel;
@@ -72,13 +79,13 @@ export function intFlag(min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
-/** Milliseconds: `500`, `500ms`, `1.5s`, `2m`. */
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds: `500`, `500ms`, `1.5s`, `2m`, `1h`. */
 export function durationFlag(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/i.exec(value.trim());
-  if (!m) bad(`expected a duration such as 500, 500ms, 1.5s or 2m, got '${value}'`);
-  const n = Number(m[1]);
-  const unit = (m[2] ?? 'ms').toLowerCase();
-  return Math.round(unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n);
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(value.trim());
+  if (!m) bad(`expected a duration such as 500, 500ms, 1.5s, 2m or 1h, got '${value}'`);
+  return Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? 'ms').toLowerCase()]!);
 }
 
 /** A glob, or `/regex/flags`. Repeatable: values collect into a list. */
@@ -124,6 +131,7 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 /** Add the shared runtime flags to a command. */
 export function addRuntimeFlags(cmd: Command): Command {
   return cmd
+    .hook('preAction', (command) => checkDashboardFlags(command.opts<Partial<RuntimeFlags>>()))
     .addOption(
       new Option('-c, --concurrency <n>', 'downloads at once, all hosts together')
         .default(16)
@@ -164,6 +172,20 @@ export function addRuntimeFlags(cmd: Command): Command {
       new Option('--dashboard <port>', 'serve the live dashboard and control API on this port').argParser(
         intFlag(0, 65_535),
       ),
+    )
+    .option(
+      '--api-key <key>',
+      "key of the dashboard's control actions: pause, resume, dead letters (default: $MOCRA_API__API_KEY)",
+    )
+    .option(
+      '--host <address>',
+      'interface the dashboard binds (default: $MOCRA_API__HOST, else 127.0.0.1; 0.0.0.0 for other machines)',
+    )
+    .addOption(
+      new Option(
+        '--dashboard-linger <duration>',
+        'keep the dashboard up this long after the crawl ended (30s, 5m, 1h; Ctrl-C ends it)',
+      ).argParser(durationFlag),
     )
     .addOption(
       new Option('--retries <n>', 'retries of a failed request').default(2).argParser(intFlag(0, 100)),

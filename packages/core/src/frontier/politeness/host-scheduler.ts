@@ -7,7 +7,11 @@
  *     a floor, never shortened), robots.txt `Crawl-delay`, and optionally an autothrottle
  *     delay that follows the host's latency;
  *   - after a 429 or 503: nothing until `Retry-After` (seconds or HTTP-date) or, without
- *     one, an exponential backoff — for that host only, the others go on;
+ *     one, an exponential backoff — for that host only, the others go on. A 429 is about the
+ *     client's rate, so it always counts; a 503 from a host that answered another request
+ *     well within `recentSuccessMs` is that URL's own trouble (the failure policy retries it)
+ *     and blocks nothing. A response to a request sent before the current backoff began tells
+ *     nothing new: it neither lengthens nor escalates the backoff;
  *   - robots.txt (when a {@link RobotsGuard} is given): disallowed URLs are dropped.
  *
  * ```
@@ -67,6 +71,12 @@ export interface HostBackoffOptions {
   baseMs?: number;
   /** Longest backoff, also the cap on Retry-After. @default 600000 (10 min) */
   maxMs?: number;
+  /**
+   * A listed status other than 429 backs the host off only when the host gave no good answer
+   * (below 500, not listed) for this many milliseconds: next to good pages, one URL's 503 is
+   * that URL's. 0: every listed status backs the host off. @default 5000
+   */
+  recentSuccessMs?: number;
 }
 
 /** The outcome of a download, as the engine reports it to `leave`. */
@@ -148,6 +158,10 @@ interface HostState {
   latencyEma: number | undefined;
   consecutiveBackoffs: number;
   blockedUntil: number;
+  /** When the current backoff began (requests sent before it carry no news). */
+  blockedSince: number;
+  /** When the host last gave a good answer (status below 500, not a backoff status). */
+  lastOkAt: number | undefined;
   /** Where the next deferred request of this host is placed (spreads a backlog). */
   deferCursor: number;
   timer: TimerHandle | undefined;
@@ -165,6 +179,7 @@ export class HostScheduler implements DownloadGate {
   readonly #backoffStatuses: ReadonlySet<number>;
   readonly #backoffBase: number;
   readonly #backoffMax: number;
+  readonly #recentSuccessMs: number;
   readonly #robots: RobotsGuard | undefined;
   readonly #maxCrawlDelay: number;
   readonly #maxWait: number;
@@ -192,6 +207,7 @@ export class HostScheduler implements DownloadGate {
     this.#backoffStatuses = new Set(options.backoff?.statuses ?? [429, 503]);
     this.#backoffBase = nonNegative('backoff.baseMs', options.backoff?.baseMs ?? 1000);
     this.#backoffMax = nonNegative('backoff.maxMs', options.backoff?.maxMs ?? 600_000);
+    this.#recentSuccessMs = nonNegative('backoff.recentSuccessMs', options.backoff?.recentSuccessMs ?? 5_000);
     this.#robots = options.robots;
     this.#maxCrawlDelay = nonNegative('maxCrawlDelayMs', options.maxCrawlDelayMs ?? 60_000);
     this.#maxWait = nonNegative('maxWaitMs', options.maxWaitMs ?? 5000);
@@ -246,9 +262,14 @@ export class HostScheduler implements DownloadGate {
     const released = this.#budget.release(host, now);
     const status = outcome.status;
     if (status !== undefined && this.#backoffStatuses.has(status)) {
-      this.#backOff(state, status, outcome, now);
+      const sentAt = now - (outcome.durationMs ?? 0);
+      const answeredWell = state.lastOkAt !== undefined && now - state.lastOkAt < this.#recentSuccessMs;
+      if (sentAt >= state.blockedSince && (status === 429 || !answeredWell)) {
+        this.#backOff(state, status, outcome, now);
+      }
     } else if (status !== undefined) {
       state.consecutiveBackoffs = 0;
+      if (status < 500) state.lastOkAt = now;
       this.#observeLatency(state, status, outcome.durationMs);
     }
     if (released instanceof Promise)
@@ -432,6 +453,7 @@ export class HostScheduler implements DownloadGate {
     if (ms === undefined) ms = this.#backoffBase * 2 ** Math.min(30, state.consecutiveBackoffs - 1);
     ms = Math.min(ms, this.#backoffMax);
     const until = now + ms;
+    state.blockedSince = now;
     if (until > state.blockedUntil) state.blockedUntil = until;
     void this.#budget.blockUntil(state.host, until);
     if (this.#auto) {
@@ -481,6 +503,8 @@ export class HostScheduler implements DownloadGate {
       latencyEma: undefined,
       consecutiveBackoffs: 0,
       blockedUntil: 0,
+      blockedSince: Number.NEGATIVE_INFINITY,
+      lastOkAt: undefined,
       deferCursor: 0,
       timer: undefined,
       timerAt: Number.POSITIVE_INFINITY,
