@@ -104,8 +104,8 @@ export interface ClusterNodeDeps {
   readonly attach?: (handler: PeerHandler) => void;
   /** Every event of the Raft core (the simulator checks its invariants with these). */
   readonly onRaftEvent?: (event: RaftEvent) => void;
-  /** Every entry applied to the state machine, with its result (simulator oracles). */
-  readonly onApply?: (entry: LogEntry, result: CommandResult | undefined) => void;
+  /** Every entry applied to the state machine, with its result and cluster time (simulator oracles). */
+  readonly onApply?: (entry: LogEntry, result: CommandResult | undefined, clusterTime: number) => void;
 }
 
 export type ClusterRole = Role | 'learner' | 'joining' | 'removed';
@@ -137,7 +137,11 @@ export interface LockLease {
   readonly name: string;
   readonly owner: string;
   readonly token: number;
-  /** Epoch ms (leader clock) at which the lock lapses unless renewed. */
+  /**
+   * Cluster time at which the lock lapses unless renewed: epoch-like ms that only leaders'
+   * monotonic clocks move, behind wall clocks by the time spent in failovers. Do not compare it
+   * with `Date.now()`; time protected work from before the acquire call, with `ttlMs`.
+   */
   readonly expiresAt: number;
 }
 
@@ -145,7 +149,7 @@ export interface Member {
   readonly id: string;
   readonly addr?: string;
   readonly meta: Readonly<Record<string, string>>;
-  /** Epoch ms (leader clock) of the last heartbeat the cluster applied. */
+  /** Cluster time (see {@link LockLease.expiresAt}) of the last heartbeat the cluster applied. */
   readonly lastSeen: number;
 }
 
@@ -226,7 +230,7 @@ export class ClusterNode implements PeerHandler {
   readonly #random: () => number;
   readonly #opts: Required<Omit<ClusterNodeOptions, 'onEvent'>>;
   readonly #onEvent: ((event: ClusterEvent) => void) | undefined;
-  readonly #onApply: ((entry: LogEntry, result: CommandResult | undefined) => void) | undefined;
+  readonly #onApply: ClusterNodeDeps['onApply'];
 
   readonly #clientId: string;
   #seq = 0;
@@ -854,13 +858,13 @@ export class ClusterNode implements PeerHandler {
 
   #applyEntry(e: LogEntry): void {
     let result: CommandResult | undefined;
-    if (e.kind === 'command') result = this.#sm.apply(e.index, e.data);
-    else this.#sm.skip(e.index);
+    if (e.kind === 'command') result = this.#sm.apply(e.index, e.term, e.data);
+    else this.#sm.skip(e.index, e.term);
     // Entries apply in log order, so this walks the committed configurations in order: a node
     // replaying its log from the start sees the bootstrap configuration (without itself) before
     // the one that added it, and only a later one without it means it was removed.
     if (e.kind === 'config') this.#checkMembership(this.#core.configAt(e.index));
-    this.#onApply?.(e, result);
+    this.#onApply?.(e, result, this.#sm.now);
     const p = this.#proposals.get(e.index);
     if (p) {
       this.#proposals.delete(e.index);
@@ -983,13 +987,16 @@ export class ClusterNode implements PeerHandler {
   // ── proposals and reads ──────────────────────────────────────────────────────
 
   #proposeLocal(env: CommandEnvelope): Promise<CommandResult> {
-    // Whole milliseconds: the state machine accepts integer timestamps only.
-    const stamped: CommandEnvelope = { ...env, t: Math.floor(this.#clock.now()) };
-    const r = this.#core.propose(JSON.stringify(stamped));
+    const r = this.#core.propose(JSON.stringify(this.#stamp(env)));
     return this.#track(r).then((result) => {
       if (!result) throw new CommandFailedError('a command entry produced no result');
       return result;
     });
+  }
+
+  /** The leader's clock readings, in whole milliseconds (the state machine takes integers only). */
+  #stamp(env: CommandEnvelope): CommandEnvelope {
+    return { ...env, t: Math.floor(this.#clock.now()), m: Math.floor(this.#clock.monotonic()) };
   }
 
   #track(r: ProposeResult): Promise<CommandResult | undefined> {
@@ -1038,7 +1045,7 @@ export class ClusterNode implements PeerHandler {
     this.#outstanding.add(seq);
     try {
       const result = await this.#retrying(op.type, async (attemptMs) => {
-        const env: CommandEnvelope = { c: this.#clientId, s: seq, f: this.#floor(), t: 0, op };
+        const env: CommandEnvelope = { c: this.#clientId, s: seq, f: this.#floor(), t: 0, m: 0, op };
         if (this.#core.role === 'leader') {
           try {
             return await this.#withTimeout(this.#proposeLocal(env), attemptMs, op.type);
@@ -1317,9 +1324,13 @@ export class ClusterNode implements PeerHandler {
   #maybeSweep(): void {
     if (this.#core.role !== 'leader' || !this.#core.committedInTerm || this.#sweepInFlight) return;
     const next = this.#sm.nextExpiry();
-    const now = Math.floor(this.#clock.now());
-    if (next === undefined || next > now) return;
-    const env: CommandEnvelope = { c: '', s: 0, f: 0, t: now, op: { type: 'sweep' } };
+    if (next === undefined) return;
+    const term = this.#core.term;
+    // Cluster time stands still in a new term until its leader's first command is applied, so
+    // a leader that has anything waiting to expire starts its clock with a sweep.
+    const clockRunning = this.#sm.clockTerm === term;
+    if (clockRunning && next > this.#sm.timeAt(term, Math.floor(this.#clock.monotonic()))) return;
+    const env = this.#stamp({ c: '', s: 0, f: 0, t: 0, m: 0, op: { type: 'sweep' } });
     const r = this.#core.propose(JSON.stringify(env));
     if (!r.ok) return;
     this.#sweepInFlight = true;

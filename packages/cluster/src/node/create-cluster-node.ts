@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import type { ClusterConfig } from '../config/cluster-config.js';
 import { ClusterConfigError } from '../errors.js';
 import type { NodeId, RaftMessage } from '../raft/types.js';
@@ -10,9 +11,10 @@ import type { ClusterNodeOptions } from './cluster-node.js';
 import { ClusterNode } from './cluster-node.js';
 import type { Clock, NodeRequest, NodeResponse, PeerTransport } from './ports.js';
 
-/** The wall clock: `Date.now`, `setTimeout`, `setImmediate`. */
+/** The system clocks: `Date.now`, `performance.now`, `setTimeout`, `setImmediate`. */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimer(fn, ms) {
     const t = setTimeout(fn, ms);
     return () => clearTimeout(t);

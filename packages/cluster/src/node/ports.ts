@@ -9,8 +9,16 @@ import type { CommandEnvelope } from '../state/commands.js';
  */
 
 export interface Clock {
-  /** Wall-clock epoch ms. Only the leader's reading matters: it stamps commands with it. */
+  /**
+   * Wall-clock epoch ms: deadlines of this node's own calls, and the start of a new cluster's
+   * time. No lease or TTL depends on it.
+   */
   now(): number;
+  /**
+   * Milliseconds on a clock that never jumps (`performance.now()`), any origin. The leader stamps
+   * commands with it; lock and TTL time is measured on it (see `ControlState.now`).
+   */
+  monotonic(): number;
   /** Call `fn` after `ms`; returns a function that cancels the timer. */
   setTimer(fn: () => void, ms: number): () => void;
   /** Call `fn` once the current turn ends (batching point for proposals, reads and writes). */

@@ -3,9 +3,10 @@
  *
  * Every client command travels in an {@link CommandEnvelope}: the client's id and sequence number
  * (so a retried request is applied once, Raft thesis §6.3), the sequence below which the client
- * has all its answers (so the session can forget them), and `t`, the leader's wall clock when it
- * appended the command. The state machine never reads a clock: lock expiry, key TTLs and member
- * liveness are judged against `t` only, so every replica computes the same thing.
+ * has all its answers (so the session can forget them), and the leader's two clock readings when it
+ * appended the command: `m` (monotonic) moves cluster time, `t` (wall clock) only gives a new
+ * cluster's time its start. The state machine never reads a clock: lock expiry, key TTLs and
+ * member liveness are judged against cluster time only, so every replica computes the same thing.
  */
 
 export type Operation =
@@ -54,6 +55,8 @@ export interface CommandEnvelope {
   readonly f: number;
   /** Leader wall-clock time (epoch ms) when the command was appended. */
   readonly t: number;
+  /** Leader monotonic clock (ms, any origin) when the command was appended. */
+  readonly m: number;
   readonly op: Operation;
 }
 
@@ -146,7 +149,7 @@ export function validateOperation(value: unknown): string | undefined {
 export function validateEnvelope(value: unknown): string | undefined {
   if (!isRecord(value)) return 'command must be an object';
   if (typeof value.c !== 'string' || value.c.length > 256) return 'c (client id) must be a string';
-  for (const k of ['s', 'f', 't'] as const) {
+  for (const k of ['s', 'f', 't', 'm'] as const) {
     const n = value[k];
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
       return `${k} must be a non-negative integer`;

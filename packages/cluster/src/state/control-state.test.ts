@@ -3,10 +3,18 @@ import type { CommandEnvelope, Operation } from './commands.js';
 import { ControlState, SESSION_TTL_MS } from './control-state.js';
 
 let index = 10;
+/** A command of term 1 whose leader's wall and monotonic clocks both read `t`. */
 function cmd(sm: ControlState, op: Operation, t = 1000, c = 'client', s?: number, f = 0) {
   index++;
-  const env: CommandEnvelope = { c, s: s ?? index, f, t, op };
-  return { index, result: sm.apply(index, JSON.stringify(env)) };
+  const env: CommandEnvelope = { c, s: s ?? index, f, t, m: t, op };
+  return { index, result: sm.apply(index, 1, JSON.stringify(env)) };
+}
+
+/** A command stamped by the leader of `term` with wall clock `t` and monotonic clock `m`. */
+function led(sm: ControlState, term: number, op: Operation, t: number, m: number) {
+  index++;
+  const env: CommandEnvelope = { c: '', s: 0, f: 0, t, m, op };
+  return { index, result: sm.apply(index, term, JSON.stringify(env)) };
 }
 
 describe('ControlState: key-value', () => {
@@ -36,7 +44,7 @@ describe('ControlState: key-value', () => {
     expect(cmd(sm, { type: 'delete', key: 'k' }).result).toEqual({ type: 'existed', existed: false });
   });
 
-  test('TTLs are judged by leader time in the commands, never by a local clock', () => {
+  test('TTLs are judged by cluster time in the commands, never by a local clock', () => {
     const sm = new ControlState();
     cmd(sm, { type: 'set', key: 'k', value: 'v', ttlMs: 100 }, 1000);
     expect(sm.get('k')).toBe('v');
@@ -50,17 +58,59 @@ describe('ControlState: key-value', () => {
     });
   });
 
-  test('time never runs backwards when a new leader has a slower clock', () => {
+  test('cluster time starts at the first wall clock, then moves only with the monotonic clock', () => {
     const sm = new ControlState();
-    cmd(sm, { type: 'set', key: 'a', value: '1' }, 5000);
-    cmd(sm, { type: 'set', key: 'b', value: '1', ttlMs: 50 }, 4000);
-    expect(sm.now).toBe(5000);
-    // b was stamped at max(5000, 4000) = 5000, so it lives until 5050, not 4050.
-    cmd(sm, { type: 'set', key: 'c', value: '1' }, 5049);
-    expect(sm.get('b')).toBe('1');
-    expect(sm.now).toBe(5049);
-    cmd(sm, { type: 'set', key: 'c', value: '1' }, 5050);
-    expect(sm.get('b')).toBeUndefined();
+    led(sm, 1, { type: 'set', key: 'k', value: 'v', ttlMs: 100 }, 50_000, 7);
+    expect(sm.now).toBe(50_000);
+    // The wall clock jumps a minute ahead; only the 60 monotonic ms count.
+    led(sm, 1, { type: 'set', key: 'x', value: '1' }, 110_000, 67);
+    expect(sm.now).toBe(50_060);
+    expect(sm.get('k')).toBe('v');
+    led(sm, 1, { type: 'set', key: 'x', value: '1' }, 0, 107);
+    expect(sm.get('k')).toBeUndefined();
+    expect(sm.timeAt(1, 200)).toBe(50_193);
+    expect(sm.timeAt(2, 200)).toBe(50_100);
+  });
+
+  test('a new leader continues cluster time where the old one stopped, whatever its clocks say', () => {
+    const sm = new ControlState();
+    led(sm, 1, { type: 'lock-acquire', name: 'L', owner: 'a', ttlMs: 15_000 }, 1_000_000, 500);
+    led(sm, 1, { type: 'set', key: 'k', value: 'v', ttlMs: 15_000 }, 1_000_000, 500);
+    led(sm, 1, { type: 'set', key: 'x', value: '1' }, 1_001_000, 1_500);
+    expect(sm.now).toBe(1_001_000);
+    // The new leader's wall clock is 20 s ahead and its monotonic clock has another origin.
+    sm.skip(++index, 2);
+    const b = led(sm, 2, { type: 'lock-acquire', name: 'L', owner: 'b', ttlMs: 15_000 }, 1_023_000, 9);
+    expect(b.result).toMatchObject({ acquired: false, owner: 'a' });
+    expect(sm.now).toBe(1_001_000);
+    expect(sm.get('k')).toBe('v');
+  });
+
+  test('a leader change extends every live lease, TTL key and member by its full TTL', () => {
+    const sm = new ControlState();
+    led(sm, 1, { type: 'lock-acquire', name: 'L', owner: 'a', ttlMs: 100 }, 1000, 0);
+    led(sm, 1, { type: 'set', key: 'k', value: 'v', ttlMs: 100 }, 1000, 0);
+    led(sm, 1, { type: 'set', key: 'gone', value: 'v', ttlMs: 10 }, 1000, 0);
+    led(sm, 1, { type: 'member-register', id: 'w', meta: {}, ttlMs: 100 }, 1000, 0);
+    led(sm, 1, { type: 'incr', key: 'n', by: 1 }, 1000, 90);
+    expect(sm.now).toBe(1090);
+    sm.skip(++index, 2); // the new leader's no-op
+    expect(sm.getLock('L')?.expiresAt).toBe(1190);
+    led(sm, 2, { type: 'set', key: 'x', value: '1' }, 0, 5000);
+    led(sm, 2, { type: 'set', key: 'x', value: '1' }, 0, 5099);
+    expect(sm.getLock('L')?.owner).toBe('a');
+    expect(sm.get('k')).toBe('v');
+    expect(sm.get('gone')).toBeUndefined(); // lapsed before the change: not brought back
+    expect(sm.liveMembers().map((m) => m.id)).toEqual(['w']);
+    led(sm, 2, { type: 'set', key: 'x', value: '1' }, 0, 5100);
+    expect(sm.getLock('L')).toBeUndefined();
+    expect(sm.get('k')).toBeUndefined();
+    expect(sm.liveMembers()).toEqual([]);
+    // A renew sets the TTL a later leader change extends by.
+    const c = led(sm, 2, { type: 'lock-acquire', name: 'M', owner: 'c', ttlMs: 10 }, 0, 5100);
+    led(sm, 2, { type: 'lock-renew', name: 'M', token: c.index, ttlMs: 1000 }, 0, 5105);
+    sm.skip(++index, 3);
+    expect(sm.getLock('M')?.expiresAt).toBe(2195);
   });
 
   test('increment counts from zero and refuses non-integers', () => {
@@ -167,8 +217,9 @@ describe('ControlState: sessions (exactly-once retries)', () => {
     const sm = new ControlState();
     cmd(sm, { type: 'set', key: 'k', value: 'v' }, 1000, 'c1', 1);
     expect(sm.sessionCount()).toBe(1);
-    const sweep: CommandEnvelope = { c: '', s: 0, f: 0, t: 1000 + SESSION_TTL_MS, op: { type: 'sweep' } };
-    sm.apply(999, JSON.stringify(sweep));
+    const t = 1000 + SESSION_TTL_MS;
+    const sweep: CommandEnvelope = { c: '', s: 0, f: 0, t, m: t, op: { type: 'sweep' } };
+    sm.apply(999, 1, JSON.stringify(sweep));
     expect(sm.sessionCount()).toBe(0);
   });
 });
@@ -192,14 +243,16 @@ describe('ControlState: members, sweep and snapshots', () => {
     cmd(sm, { type: 'set', key: 'k', value: 'v', ttlMs: 10 }, 1000);
     cmd(sm, { type: 'lock-acquire', name: 'L', owner: 'w', ttlMs: 20 }, 1000);
     expect(sm.nextExpiry()).toBe(1010);
-    const sweep: CommandEnvelope = { c: '', s: 0, f: 0, t: 1030, op: { type: 'sweep' } };
-    expect(sm.apply(100, JSON.stringify(sweep))).toEqual({ type: 'swept', removed: 2 });
+    const sweep: CommandEnvelope = { c: '', s: 0, f: 0, t: 1030, m: 1030, op: { type: 'sweep' } };
+    expect(sm.apply(100, 1, JSON.stringify(sweep))).toEqual({ type: 'swept', removed: 2 });
   });
 
   test('malformed commands give an error result on every replica instead of throwing', () => {
     const sm = new ControlState();
-    expect(sm.apply(1, 'not json')).toMatchObject({ type: 'error', code: 'invalid-command' });
-    expect(sm.apply(2, JSON.stringify({ c: 'x', s: 1, f: 0, t: 0, op: { type: 'launch' } }))).toMatchObject({
+    expect(sm.apply(1, 1, 'not json')).toMatchObject({ type: 'error', code: 'invalid-command' });
+    expect(
+      sm.apply(2, 1, JSON.stringify({ c: 'x', s: 1, f: 0, t: 0, m: 0, op: { type: 'launch' } })),
+    ).toMatchObject({
       code: 'invalid-command',
     });
   });

@@ -5,9 +5,10 @@ import { isRecord, validateEnvelope } from './commands.js';
  * The control state machine replicated by Raft: key-value with compare-and-set and TTLs, fenced
  * locks, fenced resources, a member registry with heartbeats, and client sessions for dedup.
  *
- * It is a pure function of the committed log: no clock, no randomness, no I/O. "Now" is the
- * largest leader timestamp applied so far (`max(now, command.t)`), so a new leader with a slower
- * clock cannot move time backwards, and every replica decides expiry the same way.
+ * It is a pure function of the committed log: no clock, no randomness, no I/O. "Now" is cluster
+ * time, which only the leaders' monotonic clocks move (see {@link ControlState.now}); so no wall
+ * clock, however far off, can make a lease or a TTL lapse early, and every replica decides expiry
+ * the same way.
  *
  * Fencing: the token of a lock grant is the Raft index of the committed acquire, so tokens are
  * strictly increasing per lock (and across locks), survive leader changes and are never reused.
@@ -20,15 +21,20 @@ export const SESSION_MAX_RESULTS = 4096;
 
 interface KvEntry {
   value: string;
-  /** Epoch ms (leader time); 0 = never expires. */
+  /** Cluster time; 0 = never expires. */
   expiresAt: number;
+  /** The TTL it was written with (0 = none): a new leader extends it by this much. */
+  ttlMs: number;
 }
 
 export interface LockState {
   readonly owner: string;
   readonly token: number;
   readonly acquiredAt: number;
+  /** Cluster time at which the lock lapses unless renewed. */
   readonly expiresAt: number;
+  /** The TTL of the last acquire or renew: a new leader extends the lock by this much. */
+  readonly ttlMs: number;
 }
 
 interface FencedEntry {
@@ -53,13 +59,30 @@ interface Session {
 export class ControlState {
   #now = 0;
   #appliedIndex = 0;
+  /** Term of the newest entry applied; an entry of a higher term means a new leader. */
+  #term = 0;
+  /**
+   * The term whose leader's monotonic clock drives `now`, with that clock's reading and `now` at
+   * the term's first command. Readings of different processes are never compared.
+   */
+  #clockTerm = 0;
+  #clockMono = 0;
+  #clockBase = 0;
   readonly #kv = new Map<string, KvEntry>();
   readonly #locks = new Map<string, LockState>();
   readonly #fenced = new Map<string, FencedEntry>();
   readonly #members = new Map<string, MemberRecord>();
   readonly #sessions = new Map<string, Session>();
 
-  /** Leader time as of the last applied command. */
+  /**
+   * Cluster time (ms) as of the last applied command: epoch-like — a new cluster starts at its
+   * first leader's wall clock — but from then on moved only by the monotonic clock of the leader
+   * that stamped each command, measured from that leader's first command of its term. A leader
+   * change does not move it at all: the time without a leader is not counted, and a new leader's
+   * wall clock, however far off, does not matter. So cluster time never runs faster than real
+   * time (up to the monotonic clock's own rate error), and a TTL measured in it never lapses
+   * early. It runs behind wall clocks by the time spent in failovers.
+   */
   get now(): number {
     return this.#now;
   }
@@ -68,17 +91,33 @@ export class ControlState {
     return this.#appliedIndex;
   }
 
-  /** Record that a non-command entry (no-op, configuration) was applied at `index`. */
-  skip(index: number): void {
-    this.#appliedIndex = index;
+  /** The term of the leader whose clock moves cluster time; 0 before the first command. */
+  get clockTerm(): number {
+    return this.#clockTerm;
   }
 
   /**
-   * Apply the command at `index`. Never throws on bad input: a malformed command (which the
-   * boundary should have refused) yields an `invalid-command` error result on every replica.
+   * The cluster time a command stamped now by the leader of `term` (monotonic reading `mono`)
+   * would be applied at. Until that leader's first command is applied, time stands still.
    */
-  apply(index: number, data: string): CommandResult {
+  timeAt(term: number, mono: number): number {
+    if (term !== this.#clockTerm) return this.#now;
+    return Math.max(this.#now, this.#clockBase + (mono - this.#clockMono));
+  }
+
+  /** Record that a non-command entry (no-op, configuration) of `term` was applied at `index`. */
+  skip(index: number, term: number): void {
     this.#appliedIndex = index;
+    this.#enterTerm(term);
+  }
+
+  /**
+   * Apply the command at `index` of `term`. Never throws on bad input: a malformed command (which
+   * the boundary should have refused) yields an `invalid-command` error result on every replica.
+   */
+  apply(index: number, term: number, data: string): CommandResult {
+    this.#appliedIndex = index;
+    this.#enterTerm(term);
     let env: CommandEnvelope;
     try {
       const parsed: unknown = JSON.parse(data);
@@ -88,7 +127,7 @@ export class ControlState {
     } catch {
       return { type: 'error', code: 'invalid-command', message: 'command is not JSON' };
     }
-    this.#now = Math.max(this.#now, env.t);
+    this.#advanceClock(term, env);
 
     if (env.c === '') return this.#execute(index, env.op);
 
@@ -122,11 +161,45 @@ export class ControlState {
     return result;
   }
 
+  #advanceClock(term: number, env: CommandEnvelope): void {
+    if (term !== this.#clockTerm) {
+      // This leader's first command: its clock takes over from here, without a jump.
+      this.#clockTerm = term;
+      this.#clockMono = env.m;
+      this.#clockBase = this.#now === 0 ? env.t : this.#now;
+      this.#now = this.#clockBase;
+    } else {
+      this.#now = Math.max(this.#now, this.#clockBase + (env.m - this.#clockMono));
+    }
+  }
+
+  /**
+   * The first entry of a new term (the new leader's no-op) extends every live lock, TTL key and
+   * member by its full TTL from now, as etcd does with its leases on a leader change: whatever
+   * the old leader's clock said, the holder gets a whole TTL again before anything lapses.
+   */
+  #enterTerm(term: number): void {
+    if (term <= this.#term) return;
+    const first = this.#term === 0;
+    this.#term = term;
+    if (first) return;
+    const now = this.#now;
+    for (const [name, l] of this.#locks) {
+      if (l.expiresAt > now) this.#locks.set(name, { ...l, expiresAt: Math.max(l.expiresAt, now + l.ttlMs) });
+    }
+    for (const e of this.#kv.values()) {
+      if (e.ttlMs > 0 && e.expiresAt > now) e.expiresAt = Math.max(e.expiresAt, now + e.ttlMs);
+    }
+    for (const [id, m] of this.#members) {
+      if (m.lastSeen + m.ttlMs > now) this.#members.set(id, { ...m, lastSeen: Math.max(m.lastSeen, now) });
+    }
+  }
+
   #execute(index: number, op: Operation): CommandResult {
     const now = this.#now;
     switch (op.type) {
       case 'set':
-        this.#kv.set(op.key, { value: op.value, expiresAt: op.ttlMs ? now + op.ttlMs : 0 });
+        this.#kv.set(op.key, kvEntry(op.value, now, op.ttlMs));
         return { type: 'ok' };
       case 'delete': {
         const existed = this.#liveValue(op.key) !== undefined;
@@ -137,7 +210,7 @@ export class ControlState {
         const current = this.#liveValue(op.key) ?? null;
         if (current !== op.expected) return { type: 'swapped', swapped: false };
         if (op.next === null) this.#kv.delete(op.key);
-        else this.#kv.set(op.key, { value: op.next, expiresAt: op.ttlMs ? now + op.ttlMs : 0 });
+        else this.#kv.set(op.key, kvEntry(op.next, now, op.ttlMs));
         return { type: 'swapped', swapped: true };
       }
       case 'incr': {
@@ -154,9 +227,11 @@ export class ControlState {
         if (!Number.isSafeInteger(value)) {
           return { type: 'error', code: 'not-integer', message: `counter ${op.key} would overflow` };
         }
+        const live = current === undefined ? undefined : entry;
         this.#kv.set(op.key, {
           value: String(value),
-          expiresAt: current === undefined ? 0 : (entry?.expiresAt ?? 0),
+          expiresAt: live?.expiresAt ?? 0,
+          ttlMs: live?.ttlMs ?? 0,
         });
         return { type: 'value', value };
       }
@@ -166,7 +241,13 @@ export class ControlState {
           return { type: 'lock', acquired: false, owner: held.owner, token: 0, expiresAt: held.expiresAt };
         }
         // Every grant, including a re-grant to the same owner, gets a fresh token: this index.
-        const lock: LockState = { owner: op.owner, token: index, acquiredAt: now, expiresAt: now + op.ttlMs };
+        const lock: LockState = {
+          owner: op.owner,
+          token: index,
+          acquiredAt: now,
+          expiresAt: now + op.ttlMs,
+          ttlMs: op.ttlMs,
+        };
         this.#locks.set(op.name, lock);
         return { type: 'lock', acquired: true, owner: op.owner, token: index, expiresAt: lock.expiresAt };
       }
@@ -176,7 +257,7 @@ export class ControlState {
           return { type: 'renewed', renewed: false, expiresAt: 0 };
         }
         const expiresAt = now + op.ttlMs;
-        this.#locks.set(op.name, { ...held, expiresAt });
+        this.#locks.set(op.name, { ...held, expiresAt, ttlMs: op.ttlMs });
         return { type: 'renewed', renewed: true, expiresAt };
       }
       case 'lock-release': {
@@ -313,11 +394,12 @@ export class ControlState {
     const sorted = <T>(m: Map<string, T>): [string, T][] =>
       [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return JSON.stringify({
-      v: 1,
+      v: 2,
       now: this.#now,
       applied: this.#appliedIndex,
-      kv: sorted(this.#kv).map(([k, e]) => [k, e.value, e.expiresAt]),
-      locks: sorted(this.#locks).map(([k, l]) => [k, l.owner, l.token, l.acquiredAt, l.expiresAt]),
+      clock: [this.#term, this.#clockTerm, this.#clockMono, this.#clockBase],
+      kv: sorted(this.#kv).map(([k, e]) => [k, e.value, e.expiresAt, e.ttlMs]),
+      locks: sorted(this.#locks).map(([k, l]) => [k, l.owner, l.token, l.acquiredAt, l.expiresAt, l.ttlMs]),
       fenced: sorted(this.#fenced).map(([k, e]) => [k, e.maxToken, e.value]),
       members: sorted(this.#members).map(([, m]) => m),
       sessions: sorted(this.#sessions).map(([k, s]) => [
@@ -332,20 +414,27 @@ export class ControlState {
   /** Replace the whole state with a serialized one. Throws on data it did not write. */
   static deserialize(data: string): ControlState {
     const raw: unknown = JSON.parse(data);
-    if (!isRecord(raw) || raw.v !== 1) throw new TypeError('not a control-state snapshot');
+    if (!isRecord(raw) || raw.v !== 2) throw new TypeError('not a control-state snapshot');
     const s = new ControlState();
     s.#now = Number(raw.now);
     s.#appliedIndex = Number(raw.applied);
-    for (const [k, value, expiresAt] of raw.kv as [string, string, number][])
-      s.#kv.set(k, { value, expiresAt });
-    for (const [k, owner, token, acquiredAt, expiresAt] of raw.locks as [
+    [s.#term, s.#clockTerm, s.#clockMono, s.#clockBase] = (raw.clock as number[]).map(Number) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    for (const [k, value, expiresAt, ttlMs] of raw.kv as [string, string, number, number][])
+      s.#kv.set(k, { value, expiresAt, ttlMs });
+    for (const [k, owner, token, acquiredAt, expiresAt, ttlMs] of raw.locks as [
       string,
       string,
+      number,
       number,
       number,
       number,
     ][]) {
-      s.#locks.set(k, { owner, token, acquiredAt, expiresAt });
+      s.#locks.set(k, { owner, token, acquiredAt, expiresAt, ttlMs });
     }
     for (const [k, maxToken, value] of raw.fenced as [string, number, string | null][]) {
       s.#fenced.set(k, { maxToken, value });
@@ -361,4 +450,8 @@ export class ControlState {
     }
     return s;
   }
+}
+
+function kvEntry(value: string, now: number, ttlMs: number | undefined): KvEntry {
+  return ttlMs ? { value, expiresAt: now + ttlMs, ttlMs } : { value, expiresAt: 0, ttlMs: 0 };
 }

@@ -5,7 +5,19 @@
  * state) pairs already explored. Histories are split per key first (P-compositionality).
  *
  * Operations whose outcome the client never learned (a timeout, a crash) have `ret = Infinity`
- * (Jepsen's `:info`): they may take effect at any point after their call, or not at all.
+ * (Jepsen's `:info`): they may take effect at any point after their call, or not at all. They
+ * are what makes a search blow up — each one may sit anywhere after its call — so three sound
+ * prunings apply to them:
+ *  - one that cannot change the state (a read, `Model.readOnly`) is dropped;
+ *  - one is never taken where it would leave the state as it is: not taking it is as good,
+ *    and keeps it for later;
+ *  - nothing is taken right after an unknown operation that it would make pointless (when it
+ *    leads to the same state and answer without it, as a write after a write): that ordering
+ *    is no better than taking it first and keeping the unknown one for later;
+ *  - of unknown operations with equal inputs, only the earliest-called one not yet taken may be
+ *    taken (any later one can swap places with it: its window is inside the earlier one's).
+ * `Model.simplify` may also merge what no operation can tell apart (for the key-value model:
+ * values that nobody reads or compares against), which turns more inputs equal.
  */
 
 export interface HistoryOp<TInput, TOutput> {
@@ -24,6 +36,13 @@ export interface Model<TState, TInput, TOutput> {
   hash(state: TState): string;
   /** Split a history into independent parts (e.g. per key). */
   partition?(ops: readonly HistoryOp<TInput, TOutput>[]): HistoryOp<TInput, TOutput>[][];
+  /**
+   * Rewrite one part, op for op, into one with the same verdict that is easier to search (for
+   * example, values no operation can tell apart become one value).
+   */
+  simplify?(ops: readonly HistoryOp<TInput, TOutput>[]): HistoryOp<TInput, TOutput>[];
+  /** An input that never changes the state: with an unknown outcome it is dropped. */
+  readOnly?(input: TInput): boolean;
   describe?(op: HistoryOp<TInput, TOutput>): string;
 }
 
@@ -50,7 +69,10 @@ export function checkLinearizable<S, I, O>(
   let steps = 0;
   const budget = options.maxSteps ?? 5_000_000;
   for (const part of parts) {
-    const r = checkSingle(model, part, budget - steps);
+    const searched = (model.simplify ? model.simplify(part) : part).filter(
+      (op) => op.output !== undefined || !model.readOnly?.(op.input),
+    );
+    const r = checkSingle(model, searched, budget - steps);
     steps += r.steps;
     if (r.result === 'illegal') {
       const describe = model.describe ?? ((op: HistoryOp<I, O>) => JSON.stringify(op));
@@ -115,11 +137,25 @@ function checkSingle<S, I, O>(
     if (call.next) call.next.prev = call;
   };
 
+  // Unknown-outcome ops with equal inputs form a chain in call order; only the first one not yet
+  // linearized may be.
+  const sameBefore = new Int32Array(ops.length).fill(-1);
+  const lastWithInput = new Map<string, number>();
+  for (const ev of events) {
+    const op = ops[ev.id]!;
+    if (!ev.isCall || op.output !== undefined) continue;
+    const key = JSON.stringify(op.input);
+    sameBefore[ev.id] = lastWithInput.get(key) ?? -1;
+    lastWithInput.set(key, ev.id);
+  }
+
   const words = Math.ceil(ops.length / 32) || 1;
   const linearized = new Uint32Array(words);
+  const isLinearized = (id: number): boolean => (linearized[id >> 5]! & (1 << (id & 31))) !== 0;
   const cache = new Set<string>();
-  const stack: Array<{ node: Node; state: S }> = [];
+  const stack: Array<{ node: Node; state: S; hash: string; unknown: boolean }> = [];
   let state = model.init();
+  let hash = model.hash(state);
   let entry: Node | null = head.next;
   let steps = 0;
 
@@ -131,20 +167,36 @@ function checkSingle<S, I, O>(
       if (!top) return { result: 'illegal', steps };
       linearized[top.node.id >> 5]! &= ~(1 << (top.node.id & 31));
       state = top.state;
+      hash = top.hash;
       unlift(top.node);
       entry = top.node.next;
       continue;
     }
     if (entry.isCall) {
       const op = ops[entry.id]!;
+      const unknown = op.output === undefined;
+      const earlier = sameBefore[entry.id]!;
+      if (unknown && earlier >= 0 && !isLinearized(earlier)) {
+        entry = entry.next;
+        continue;
+      }
       const r = model.step(state, op.input, op.output);
-      if (r.ok) {
+      const nextHash = r.ok ? model.hash(r.state) : '';
+      let useful = r.ok && !(unknown && nextHash === hash);
+      const top = stack[stack.length - 1];
+      if (useful && top?.unknown) {
+        // Would this op do the same without the unknown op just taken?
+        const without = model.step(top.state, op.input, op.output);
+        if (without.ok && model.hash(without.state) === nextHash) useful = false;
+      }
+      if (useful) {
         linearized[entry.id >> 5]! |= 1 << (entry.id & 31);
-        const key = `${linearized.join(',')}|${model.hash(r.state)}`;
+        const key = `${linearized.join(',')}|${nextHash}`;
         if (!cache.has(key)) {
           cache.add(key);
-          stack.push({ node: entry, state });
+          stack.push({ node: entry, state, hash, unknown });
           state = r.state;
+          hash = nextHash;
           lift(entry);
           entry = head.next;
           continue;
@@ -158,6 +210,7 @@ function checkSingle<S, I, O>(
       if (!top) return { result: 'illegal', steps };
       linearized[top.node.id >> 5]! &= ~(1 << (top.node.id & 31));
       state = top.state;
+      hash = top.hash;
       unlift(top.node);
       entry = top.node.next;
     }
@@ -182,6 +235,9 @@ export type KvInput =
 /** put → 'ok'; get → value or null; cas/del → boolean; incr → the new number. */
 export type KvOutput = string | null | boolean | number;
 
+/** The one value all unread, unexpected values stand for in a simplified history. */
+const UNSEEN = '\u0000unseen';
+
 export const kvModel: Model<string | null, KvInput, KvOutput> = {
   init: () => null,
   step(state, input, output) {
@@ -203,6 +259,26 @@ export const kvModel: Model<string | null, KvInput, KvOutput> = {
     }
   },
   hash: (state) => (state === null ? '∅' : `=${state}`),
+  readOnly: (input) => input.op === 'get',
+  simplify(ops) {
+    // Outputs depend on a value only through comparisons with values some op reads or expects
+    // (and with "absent"): values nobody reads or expects cannot be told apart, so they become
+    // one. Counters do arithmetic on values, so a part with increments is left alone.
+    if (ops.some((op) => op.input.op === 'incr')) return [...ops];
+    const seen = new Set<string>();
+    for (const op of ops) {
+      if (op.input.op === 'get' && typeof op.output === 'string') seen.add(op.output);
+      if (op.input.op === 'cas' && op.input.expected !== null) seen.add(op.input.expected);
+    }
+    if (seen.has(UNSEEN)) return [...ops];
+    const merge = (v: string): string => (seen.has(v) ? v : UNSEEN);
+    return ops.map((op) => {
+      const i = op.input;
+      if (i.op === 'put') return { ...op, input: { ...i, value: merge(i.value) } };
+      if (i.op === 'cas' && i.next !== null) return { ...op, input: { ...i, next: merge(i.next) } };
+      return op;
+    });
+  },
   partition(ops) {
     const byKey = new Map<string, HistoryOp<KvInput, KvOutput>[]>();
     for (const op of ops) {

@@ -4,10 +4,8 @@
  * instead (a longer soak), MOCRA_SIM_FIRST=<seed> moves the window.
  */
 import { expect, test } from 'vitest';
+import { SEEDS_PER_FILE } from './ci-seeds.js';
 import { configFromSeed, replayCommand, runSimulation } from './simulation.js';
-
-export const SEEDS_PER_FILE = 60;
-export const FILES = 4;
 
 export function defineSeedSuite(part: number): void {
   const perFile = Number(process.env.MOCRA_SIM_SEEDS ?? SEEDS_PER_FILE);

@@ -2,6 +2,9 @@
  * The simulated network: per-packet drops, duplicates and random delays (which reorder), one-way
  * link cuts (symmetric partitions are two cuts), and request/response calls that time out when
  * either leg is lost. A packet is one `send` of a batch of Raft messages, as one HTTP request is.
+ * A packet still in flight when its receiver restarts may reach the new process (it sat in the
+ * sender's queue, as the HTTP transport's pending batches do), so an answer can meet a node that
+ * has forgotten what it said before the crash.
  */
 import type { NodeRequest, NodeResponse, PeerHandler, PeerTransport } from '../../src/index.js';
 import { ClusterTimeoutError } from '../../src/index.js';
@@ -12,6 +15,8 @@ import type { SimWorld } from './sim-world.js';
 export interface NetFaults {
   drop: number;
   duplicate: number;
+  /** Chance that a packet in flight to a node that restarts reaches the new incarnation. */
+  survive: number;
   /** One-way delay in ms, uniform in [min, max]. */
   delayMs: [number, number];
 }
@@ -55,6 +60,25 @@ export class SimNet {
     return this.#prng.int(this.faults.delayMs[0], this.faults.delayMs[1]);
   }
 
+  /**
+   * Deliver `messages` to the node at `addr` after `delayMs`, as if `from` had sent them then.
+   * The vote-crash schedule uses it for TimeoutNow messages of two leadership transfers that the
+   * network held back and delivered together.
+   */
+  deliverLater(
+    from: NodeId,
+    to: NodeId,
+    addr: string,
+    messages: readonly RaftMessage[],
+    delayMs: number,
+  ): void {
+    this.#world.schedule(delayMs, () => {
+      const ep = this.#endpoints.get(addr);
+      if (ep?.id === to && !this.#world.isPaused(ep.owner) && !ep.handler.isRetired(from))
+        ep.handler.handleMessages(messages);
+    });
+  }
+
   /** The transport one node incarnation uses. */
   transport(from: NodeId, fromAddr: string, owner: string): PeerTransport {
     let removed: (() => void) | undefined;
@@ -73,21 +97,23 @@ export class SimNet {
             continue;
           }
           const batch = messages.map((m) => structuredClone(m)) as RaftMessage[];
-          // Tied to the receiver's incarnation: held while it is paused, lost if it crashes.
-          this.#world.schedule(
-            this.#delay(),
-            () => {
-              const ep = this.#endpoints.get(addr);
-              if (!ep || ep.owner !== target.owner) return;
-              if (ep.handler.isRetired(from)) {
-                // The HTTP 410 answer, travelling back to the sender.
-                this.#world.schedule(this.#delay(), () => removed?.(), owner);
-                return;
-              }
-              ep.handler.handleMessages(batch, fromAddr);
-            },
-            target.owner,
-          );
+          const survives = this.#prng.chance(this.faults.survive);
+          // Reaches whatever process listens at `addr` on arrival (held while it is paused).
+          const deliver = (): void => {
+            const ep = this.#endpoints.get(addr);
+            if (!ep || ep.id !== to || (ep.owner !== target.owner && !survives)) return;
+            if (this.#world.isPaused(ep.owner)) {
+              this.#world.schedule(0, deliver, ep.owner);
+              return;
+            }
+            if (ep.handler.isRetired(from)) {
+              // The HTTP 410 answer, travelling back to the sender.
+              this.#world.schedule(this.#delay(), () => removed?.(), owner);
+              return;
+            }
+            ep.handler.handleMessages(batch, fromAddr);
+          };
+          this.#world.schedule(this.#delay(), deliver);
         }
       },
       call: (addr, request, timeoutMs) =>

@@ -6,11 +6,15 @@
  *                  nodes while a nemesis crashes (losing unsynced writes, sometimes tearing the
  *                  last batch), restarts, pauses, partitions (symmetric and one-way), changes
  *                  drop/duplicate rates, adds and removes nodes (the leader too) and transfers
- *                  leadership. Invariants are checked after every event.
+ *                  leadership. Odd seeds run a targeted schedule instead — Figure 8, a vote
+ *                  crash in the fsync window, a stale read from a deposed leader — see
+ *                  nemesis-schedules.ts and scheduleOfSeed. Invariants are checked after every
+ *                  event.
  *   liveness phase everything heals; a leader must appear, every node must catch up, and a
  *                  final read of every key joins the history.
  *   verdict        no invariant broke, the history is linearizable (per key), fencing tokens
- *                  grew in real-time order, and all replicas hold the same state.
+ *                  grew in real-time order, no lock went to a second owner before the first
+ *                  one's TTL had passed in real time, and all replicas hold the same state.
  *
  * Replay one seed: MOCRA_SIM_SEED=<seed> pnpm exec vitest run --project cluster packages/cluster/test/sim-replay.test.ts
  * or: node --import tsx --conditions=@mocra/source packages/cluster/test/sim/run-seed.ts <seed> [--trace]
@@ -21,6 +25,8 @@ import type { RaftEvent } from '../../src/internal.js';
 import { InvariantChecker } from './invariants.js';
 import type { HistoryOp, KvInput, KvOutput } from './lincheck.js';
 import { checkLinearizable, kvModel } from './lincheck.js';
+import type { ScheduleContext } from './nemesis-schedules.js';
+import { figure8Attempt, runSchedule, staleReadAttempt, voteCrashAttempt } from './nemesis-schedules.js';
 import { Prng } from './prng.js';
 import type { DiskFaults } from './sim-disk.js';
 import { SimDisk } from './sim-disk.js';
@@ -28,8 +34,12 @@ import type { NetFaults } from './sim-net.js';
 import { SimNet } from './sim-net.js';
 import { SimWorld, settle } from './sim-world.js';
 
+export type ScheduleKind = 'random' | 'figure8' | 'vote-crash' | 'stale-read';
+
 export interface SimConfig {
   readonly seed: number;
+  /** The nemesis: random faults, or one of the targeted schedules. */
+  readonly schedule: ScheduleKind;
   readonly initialVoters: number;
   /** Virtual milliseconds of the safety phase. */
   readonly durationMs: number;
@@ -41,6 +51,7 @@ export interface SimConfig {
   readonly disk: DiskFaults;
   readonly snapshotThreshold: number;
   readonly trailing: number;
+  readonly maxEntriesPerAppend: number;
   readonly maxNodes: number;
   /**
    * Check-quorum (and the leader lease) on. Some seeds run without it: a deposed leader then
@@ -63,38 +74,56 @@ export interface SimReport {
   readonly trace: readonly string[];
 }
 
+/**
+ * The schedule a seed runs: even seeds random faults; of the odd ones, half Figure 8, a quarter
+ * vote crash, a quarter stale read (so every window of 8 seeds has each).
+ */
+export function scheduleOfSeed(seed: number): ScheduleKind {
+  const r = ((seed % 8) + 8) % 8;
+  if (r % 2 === 0) return 'random';
+  return r === 3 ? 'vote-crash' : r === 7 ? 'stale-read' : 'figure8';
+}
+
 /** Derive every parameter of a run from its seed. */
 export function configFromSeed(seed: number, overrides: Partial<SimConfig> = {}): SimConfig {
   const p = new Prng(seed ^ 0x5eed);
+  const schedule = overrides.schedule ?? scheduleOfSeed(seed);
   const voters = p.chance(0.6) ? 3 : 5;
+  const targeted = schedule !== 'random';
   return {
     seed,
+    schedule,
     initialVoters: voters,
     durationMs: p.int(3000, 5000),
     kvClients: p.int(2, 4),
     lockClients: p.int(1, 2),
-    churn: p.chance(0.5),
+    churn: !targeted && p.chance(0.5),
     nemesisEveryMs: [100, p.int(300, 700)],
     net: {
-      drop: p.pick([0, 0.01, 0.05, 0.1]),
+      drop: targeted ? p.pick([0, 0.01]) : p.pick([0, 0.01, 0.05, 0.1]),
       duplicate: p.pick([0, 0.02, 0.1]),
+      survive: schedule === 'vote-crash' ? 1 : p.pick([0, 0.5]),
       delayMs: [1, p.int(2, 15)],
     },
     disk: { fsyncMs: [0, p.int(1, 12)], keepInFlight: 0.5, tear: p.pick([0.3, 0.8]) },
     snapshotThreshold: p.int(20, 120),
     trailing: p.int(0, 16),
+    maxEntriesPerAppend: schedule === 'figure8' ? 16 : p.pick([1, 4, 16, 16]),
     maxNodes: 7,
-    checkQuorum: p.chance(0.75),
+    checkQuorum: schedule !== 'stale-read' && p.chance(0.75),
     trace: false,
     ...overrides,
   };
 }
 
-interface Slot {
+export interface Slot {
   readonly id: string;
   readonly addr: string;
   readonly disk: SimDisk;
+  /** Wall-clock skew of this machine (seconds either way). */
   readonly clockOffset: number;
+  /** Origin of this incarnation's monotonic clock (each process has its own). */
+  monoOrigin: number;
   incarnation: number;
   owner: string;
   node: ClusterNode | undefined;
@@ -105,9 +134,13 @@ interface Slot {
 }
 
 interface LockGrant {
+  readonly owner: string;
+  readonly ttlMs: number;
   readonly call: number;
   readonly ret: number;
   readonly token: number;
+  /** When the holder asked to release it (whatever the answer was). */
+  releaseCall: number | undefined;
 }
 
 const UNKNOWN = Number.POSITIVE_INFINITY;
@@ -130,6 +163,8 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
   /** Client operations; an entry becomes undefined when the operation certainly did not happen. */
   const history: Array<HistoryOp<KvInput, KvOutput> | undefined> = [];
   const grants: LockGrant[] = [];
+  /** Every acquire a lock client issued: one that took effect replaced that owner's lease. */
+  const acquires: Array<{ owner: string; call: number }> = [];
   const stats: Record<string, number> = {
     crashes: 0,
     restarts: 0,
@@ -163,13 +198,14 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     sweepIntervalMs: 100,
     joinTimeoutMs: 3000,
     maxInflight: 8,
-    maxEntriesPerAppend: 16,
+    maxEntriesPerAppend: config.maxEntriesPerAppend,
     checkQuorum: config.checkQuorum,
   };
 
   const clockFor = (slot: Slot, owner: string): Clock => ({
     // Epoch-like wall clocks, each node off by its own offset (seconds of skew).
     now: () => EPOCH + world.now + slot.clockOffset,
+    monotonic: () => world.now + slot.monoOrigin,
     setTimer(fn, ms) {
       let live = true;
       world.schedule(
@@ -194,6 +230,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       addr: `10.0.0.${n}:7000`,
       disk: new SimDisk(),
       clockOffset: nodePrng.int(-3000, 3000),
+      monoOrigin: 0,
       incarnation: 0,
       owner: '',
       node: undefined,
@@ -207,6 +244,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
 
   const startSlot = (slot: Slot, bootstrap: boolean, seeds: string[]): void => {
     slot.incarnation++;
+    slot.monoOrigin = nodePrng.int(0, 1_000_000);
     const owner = `${slot.id}#${slot.incarnation}`;
     slot.owner = owner;
     slot.state = 'starting';
@@ -218,6 +256,10 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     const options = {
       ...nodeOptions,
       onEvent: (e: ClusterEvent) => {
+        // A node stops only on a failed write (the model disk never fails) or a broken
+        // invariant inside the code (say, a conflict at a committed index).
+        if (e.type === 'error' && e.fatal && slot.owner === owner)
+          checker.violations.push(`${owner} stopped: ${e.error.message}`);
         if (e.type === 'storage-repaired') {
           stats.repairedTornEntries = (stats.repairedTornEntries ?? 0) + e.tornEntries;
           mark(`${owner} repaired ${e.tornEntries} torn entries, ${e.strayKeys} stray keys`);
@@ -241,8 +283,8 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
         if (e.type === 'log-changed' || e.type === 'snapshot-restored')
           checker.logChanged(owner, e.type === 'log-changed' ? e.from : e.index);
       },
-      onApply: (entry, result) => {
-        if (slot.owner === owner) checker.applied(slot.id, entry, result);
+      onApply: (entry, result, clusterTime) => {
+        if (slot.owner === owner) checker.applied(slot.id, entry, result, clusterTime);
       },
     }).then(
       (node) => {
@@ -264,11 +306,14 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     );
   };
 
-  const crash = (slot: Slot, powerLoss: boolean): void => {
-    mark(`crash ${slot.owner}${powerLoss ? ' power-loss' : ''}`);
+  /** `lose-unsynced`: power loss that keeps nothing of the writes in flight (no torn batch). */
+  const crash = (slot: Slot, mode: 'kill' | 'power-loss' | 'lose-unsynced'): void => {
+    mark(`crash ${slot.owner}${mode === 'kill' ? '' : ` ${mode}`}`);
     world.kill(slot.owner);
     net.unregister(slot.addr);
-    if (powerLoss) slot.disk.crash(diskPrng, config.disk);
+    if (mode === 'power-loss') slot.disk.crash(diskPrng, config.disk);
+    else if (mode === 'lose-unsynced')
+      slot.disk.crash(diskPrng, { ...config.disk, keepInFlight: 0, tear: 0 });
     else slot.disk.killKeepingCache();
     slot.node = undefined;
     slot.state = 'down';
@@ -277,6 +322,8 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
   };
 
   const upSlots = (): Slot[] => slots.filter((s) => s.state === 'up');
+  /** Targeted schedules hold the clients off while they stage a scene. */
+  let quiet = false;
   const liveNode = (prng: Prng): ClusterNode | undefined => {
     const up = upSlots();
     return up.length === 0 ? undefined : prng.pick(up).node;
@@ -326,6 +373,53 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       err.code === 'MOCRA_ERR_CLUSTER_NOT_LEADER' ||
       err.code === 'MOCRA_ERR_CLUSTER_REMOVED');
 
+  /** Run one client operation on `node` and record it in the history. */
+  const kvOp = async (
+    name: string,
+    node: ClusterNode,
+    input: KvInput,
+  ): Promise<{ ok: true; value: KvOutput } | { ok: false }> => {
+    const run = async (): Promise<KvOutput> => {
+      switch (input.op) {
+        case 'put':
+          await node.set(input.key, input.value);
+          return 'ok';
+        case 'get':
+          return (await node.get(input.key)) ?? null;
+        case 'cas':
+          return node.compareAndSet(input.key, input.expected ?? undefined, input.next ?? undefined);
+        case 'del':
+          return node.delete(input.key);
+        case 'incr':
+          return node.increment(input.key, input.by);
+      }
+    };
+    const call = world.now;
+    // Recorded at call time as "unknown": if the client never hears back (its node crashed),
+    // the operation may still have happened and must stay in the history.
+    const slot = history.length;
+    history.push({ client: name, input, output: undefined, call, ret: UNKNOWN });
+    const r = await withDeadline(run(), 4000);
+    if (r.ok) {
+      history[slot] = { client: name, input, output: r.value, call, ret: world.now };
+      stats.opsOk!++;
+      mark(`${name} ${input.op} ${input.key} on ${node.id} ok ${JSON.stringify(r.value)}`);
+      return r;
+    }
+    if (input.op === 'get' || certainlyNotApplied(r.error)) {
+      // A read that failed changed nothing; a write the cluster says never ran is dropped too
+      // (if that claim were false, the checker would find the orphan value).
+      history[slot] = undefined;
+      stats.opsFailed!++;
+      mark(`${name} ${input.op} ${input.key} on ${node.id} failed`);
+    } else {
+      stats.opsUnknown!++;
+      const why = r.error instanceof ClusterError ? r.error.code : (r.error as Error).message;
+      mark(`${name} ${input.op} ${input.key} on ${node.id} unknown (${why})`);
+    }
+    return { ok: false };
+  };
+
   let valueSeq = 0;
   const kvClient = async (name: string, prng: Prng): Promise<void> => {
     let lastSeen: string | null = null;
@@ -335,6 +429,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     while (phase === 'safety') {
       await sleep(prng.int(1, 40));
       if (phase !== 'safety') break;
+      if (quiet) continue;
       if (home?.state !== 'up' || prng.chance(0.08)) {
         const up = upSlots();
         home = up.length > 0 ? prng.pick(up) : undefined;
@@ -343,58 +438,20 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       if (!node) continue;
       const key = prng.pick(KV_KEYS);
       const roll = prng.next();
-      const call = world.now;
       let input: KvInput;
-      let run: () => Promise<KvOutput>;
-      if (roll < 0.3) {
-        const value = `${name}-${++valueSeq}`;
-        input = { op: 'put', key, value };
-        run = async () => {
-          await node.set(key, value);
-          return 'ok';
-        };
-      } else if (roll < 0.55) {
-        input = { op: 'get', key };
-        run = async () => (await node.get(key)) ?? null;
-      } else if (roll < 0.75) {
+      if (roll < 0.3) input = { op: 'put', key, value: `${name}-${++valueSeq}` };
+      else if (roll < 0.55) input = { op: 'get', key };
+      else if (roll < 0.75) {
         const expected: string | null = prng.chance(0.7) ? lastSeen : null;
-        const next = `${name}-${++valueSeq}`;
-        input = { op: 'cas', key, expected, next };
-        run = () => node.compareAndSet(key, expected ?? undefined, next);
-      } else if (roll < 0.8) {
-        input = { op: 'del', key };
-        run = () => node.delete(key);
-      } else {
-        if (prng.chance(0.4)) {
-          input = { op: 'get', key: COUNTER };
-          run = async () => (await node.get(COUNTER)) ?? null;
-        } else {
-          input = { op: 'incr', key: COUNTER, by: 1 };
-          run = () => node.increment(COUNTER, 1);
-        }
-      }
-      // Recorded at call time as "unknown": if the client never hears back (its node crashed),
-      // the operation may still have happened and must stay in the history.
-      const slot = history.length;
-      history.push({ client: name, input, output: undefined, call, ret: UNKNOWN });
-      const r = await withDeadline(run(), 4000);
+        input = { op: 'cas', key, expected, next: `${name}-${++valueSeq}` };
+      } else if (roll < 0.8) input = { op: 'del', key };
+      else if (prng.chance(0.4)) input = { op: 'get', key: COUNTER };
+      else input = { op: 'incr', key: COUNTER, by: 1 };
+      const r = await kvOp(name, node, input);
       if (r.ok) {
-        history[slot] = { client: name, input, output: r.value, call, ret: world.now };
         if (input.op === 'get') lastSeen = r.value as string | null;
         else if (input.op === 'put') lastSeen = input.value;
         else if (input.op === 'cas' && r.value === true) lastSeen = input.next;
-        stats.opsOk!++;
-        mark(`${name} ${input.op} ${input.key} ok ${JSON.stringify(r.value)}`);
-      } else if (input.op === 'get' || certainlyNotApplied(r.error)) {
-        // A read that failed changed nothing; a write the cluster says never ran is dropped too
-        // (if that claim were false, the checker would find the orphan value).
-        history[slot] = undefined;
-        stats.opsFailed!++;
-        mark(`${name} ${input.op} ${input.key} failed`);
-      } else {
-        stats.opsUnknown!++;
-        const why = r.error instanceof ClusterError ? r.error.code : (r.error as Error).message;
-        mark(`${name} ${input.op} ${input.key} unknown (${why})`);
       }
     }
   };
@@ -403,14 +460,24 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     while (phase === 'safety') {
       await sleep(prng.int(5, 60));
       if (phase !== 'safety') break;
+      if (quiet) continue;
       const node = liveNode(prng);
       if (!node) continue;
       const ttlMs = prng.int(100, 600);
       const call = world.now;
+      acquires.push({ owner: name, call });
       const r = await withDeadline(node.acquireLock('L', { ttlMs, owner: name }), 4000);
       if (!r.ok || !r.value) continue;
       const lease = r.value;
-      grants.push({ call, ret: world.now, token: lease.token });
+      const grant: LockGrant = {
+        owner: name,
+        ttlMs,
+        call,
+        ret: world.now,
+        token: lease.token,
+        releaseCall: undefined,
+      };
+      grants.push(grant);
       stats.lockGrants!++;
       mark(`${name} acquired L token=${lease.token}`);
       const writes = prng.int(1, 3);
@@ -429,7 +496,10 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
         }
       }
       const n = liveNode(prng);
-      if (n && prng.chance(0.7)) await withDeadline(n.releaseLock(lease), 4000);
+      if (n && prng.chance(0.7)) {
+        grant.releaseCall = world.now;
+        await withDeadline(n.releaseLock(lease), 4000);
+      }
     }
   };
 
@@ -455,7 +525,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       // Half the time, aim at a node with a write in flight: that is where fsync order matters.
       const writing = up.filter((s) => s.disk.inFlight > 0);
       const victim = writing.length > 0 && p.chance(0.5) ? p.pick(writing) : p.pick(up);
-      crash(victim, p.chance(0.6));
+      crash(victim, p.chance(0.6) ? 'power-loss' : 'kill');
     } else if (roll < 0.36 && down.length > 0) {
       const slot = p.pick(down);
       stats.restarts!++;
@@ -534,7 +604,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
             if (slot && slot.state !== 'down') {
               // A removed node lingers a while (it must not disturb anyone), then stops.
               world.schedule(p.int(0, 500), () => {
-                if (slot.state === 'up' || slot.state === 'starting') crash(slot, false);
+                if (slot.state === 'up' || slot.state === 'starting') crash(slot, 'kill');
                 slot.state = 'retired';
               });
             } else if (slot) slot.state = 'retired';
@@ -553,7 +623,76 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     }
     world.schedule(p.int(config.nemesisEveryMs[0], config.nemesisEveryMs[1]), nemesis);
   };
-  world.schedule(800, nemesis);
+
+  // ── targeted schedules ───────────────────────────────────────────────────────
+  /** Steps run after every event (the schedules' eyes); each returns true when it is done. */
+  const watchers = new Set<{ step: () => boolean; deadline: number; resolve: (ok: boolean) => void }>();
+  const pollWatchers = (): boolean => {
+    let resolved = false;
+    for (const w of [...watchers]) {
+      const done = w.step();
+      if (done || world.now >= w.deadline) {
+        watchers.delete(w);
+        w.resolve(done);
+        resolved = true;
+      }
+    }
+    return resolved;
+  };
+  const scheduleContext: ScheduleContext = {
+    net,
+    prng: nemesisPrng,
+    maxEntriesPerAppend: config.maxEntriesPerAppend,
+    active: () => phase === 'safety',
+    slots: () => slots,
+    crash: (slot, mode) => crash(slot, mode === 'kill' ? 'kill' : 'lose-unsynced'),
+    restart: (slot) => {
+      stats.restarts!++;
+      startSlot(
+        slot,
+        false,
+        slots.filter((s) => s !== slot && s.state !== 'retired').map((s) => s.addr),
+      );
+    },
+    pause: (slot) => {
+      world.pause(slot.owner);
+      slot.paused = true;
+      stats.pauses!++;
+      mark(`pause ${slot.owner}`);
+    },
+    resume: (slot) => {
+      world.resume(slot.owner);
+      slot.paused = false;
+      mark(`resume ${slot.owner}`);
+    },
+    quiet: (on) => {
+      quiet = on;
+    },
+    kvOp: (slot, input) =>
+      slot.node ? kvOp('nemesis', slot.node, input) : Promise.resolve({ ok: false as const }),
+    freshValue: () => `nemesis-${++valueSeq}`,
+    watch: (step, ms) =>
+      new Promise<boolean>((resolve) => {
+        if (step()) resolve(true);
+        else watchers.add({ step, deadline: world.now + ms, resolve });
+      }),
+    sleep,
+    mark,
+    count: (stat) => {
+      stats[stat] = (stats[stat] ?? 0) + 1;
+    },
+  };
+  if (config.schedule === 'random') world.schedule(800, nemesis);
+  else {
+    const attempt = {
+      figure8: figure8Attempt,
+      'vote-crash': voteCrashAttempt,
+      'stale-read': staleReadAttempt,
+    }[config.schedule];
+    runSchedule(scheduleContext, attempt).catch((err: unknown) =>
+      checker.violations.push(`the ${config.schedule} schedule failed: ${String(err)}`),
+    );
+  }
 
   // ── the run ──────────────────────────────────────────────────────────────────
   const checkAll = (): void => {
@@ -568,6 +707,8 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       if (!world.step()) break;
       await settle();
       checkAll();
+      // A schedule that was waiting acts before the next event.
+      if (watchers.size > 0 && pollWatchers()) await settle();
     }
   };
 
@@ -575,6 +716,9 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
 
   // ── liveness: heal everything and require convergence ────────────────────────
   phase = 'liveness';
+  quiet = false;
+  for (const w of watchers) w.resolve(false);
+  watchers.clear();
   mark('liveness');
   net.cuts.clear();
   net.faults.drop = 0;
@@ -689,6 +833,23 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
       checker.violations.push(`history is not linearizable:\n    ${lin.partition.join('\n    ')}`);
     } else if (lin.result === 'unknown') {
       checker.violations.push('linearizability check ran out of budget');
+    }
+    // A lock never goes to another owner before the holder's TTL has passed in real time,
+    // counted from when the holder asked (the grant happened after that), unless the holder
+    // had asked to release it or to take it again (a new lease, whether or not the holder heard
+    // back, replaces the old one). Skewed wall clocks and leader changes must not shorten a lease.
+    for (const a of grants) {
+      for (const b of grants) {
+        if (b.owner === a.owner || b.token <= a.token) continue;
+        const replaced = acquires.some((g) => g.owner === a.owner && g.call > a.call && g.call < b.ret);
+        const released = a.releaseCall !== undefined && a.releaseCall < b.ret;
+        if (replaced) continue;
+        if (!released && b.ret < a.call + a.ttlMs) {
+          checker.violations.push(
+            `lock granted to ${b.owner} (token ${b.token}, returned at ${b.ret}) while ${a.owner}'s ${a.ttlMs} ms lease (token ${a.token}, asked at ${a.call}) still ran`,
+          );
+        }
+      }
     }
     // Fencing tokens grow in real-time order: a grant that started after another ended has a larger token.
     const sorted = [...grants].sort((a, b) => a.ret - b.ret);
