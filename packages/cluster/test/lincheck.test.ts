@@ -4,6 +4,7 @@ import { describe, expect, test } from 'vitest';
 import type { HistoryOp, KvInput, KvOutput } from './sim/lincheck.js';
 import { checkLinearizable, kvModel } from './sim/lincheck.js';
 import { Prng } from './sim/prng.js';
+import { corruptRead, registerHistory } from './sim/register-histories.js';
 
 type Op = HistoryOp<KvInput, KvOutput>;
 const INF = Number.POSITIVE_INFINITY;
@@ -129,4 +130,51 @@ describe('linearizability checker', () => {
     expect(r.result).toBe('illegal');
     if (r.result === 'illegal') expect(r.partition.every((line) => line.includes('k2'))).toBe(true);
   });
+
+  test('the prunings change no verdict: random small histories agree with a plain search of every order', () => {
+    let illegal = 0;
+    for (let seed = 1; seed <= 400; seed++) {
+      const clean = registerHistory(seed, { ops: 9, unknowns: 1 + (seed % 5), processes: 3, values: 3 });
+      const hasRead = clean.some((op) => op.input.op === 'get' && op.output !== undefined);
+      const h = seed % 3 === 0 || !hasRead ? clean : corruptRead(clean, seed, 'other');
+      const expected = everyOrder(h) ? 'ok' : 'illegal';
+      if (expected === 'illegal') illegal++;
+      expect(check(h), `seed ${seed}`).toBe(expected);
+    }
+    expect(illegal).toBeGreaterThan(50);
+  });
+
+  test('Jepsen-register-shaped histories of 73 operations, 25 with unknown outcomes, are decided', () => {
+    // A sample that stays quick; scripts/lincheck-bench.ts runs 40 seeds, the hardest included.
+    for (const seed of [1, 2, 3, 5, 8, 9, 10]) {
+      const h = registerHistory(seed);
+      expect(h.filter((op) => op.output === undefined)).toHaveLength(25);
+      const decide = (ops: Op[]) => checkLinearizable(kvModel, ops, { maxSteps: 20_000_000 }).result;
+      expect(decide(h), `seed ${seed}`).toBe('ok');
+      expect(decide(corruptRead(h, seed, 'never-written')), `seed ${seed}`).toBe('illegal');
+      expect(decide(corruptRead(h, seed, 'other')), `seed ${seed}`).not.toBe('unknown');
+    }
+  });
 });
+
+/** The reference: try every order that respects real time, with no memory and no pruning. */
+function everyOrder(ops: readonly Op[]): boolean {
+  const done = ops.map(() => false);
+  const known = ops.filter((op) => op.output !== undefined).length;
+  const search = (state: string | null, left: number): boolean => {
+    if (left === 0) return true;
+    for (let i = 0; i < ops.length; i++) {
+      if (done[i]) continue;
+      const op = ops[i]!;
+      // Not before an operation that returned before this one was called.
+      if (ops.some((other, j) => !done[j] && j !== i && other.ret < op.call)) continue;
+      const r = kvModel.step(state, op.input, op.output);
+      if (!r.ok) continue;
+      done[i] = true;
+      if (search(r.state, left - (op.output === undefined ? 0 : 1))) return true;
+      done[i] = false;
+    }
+    return false;
+  };
+  return search(kvModel.init(), known);
+}

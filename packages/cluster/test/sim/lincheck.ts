@@ -152,6 +152,9 @@ function checkSingle<S, I, O>(
   const words = Math.ceil(ops.length / 32) || 1;
   const linearized = new Uint32Array(words);
   const isLinearized = (id: number): boolean => (linearized[id >> 5]! & (1 << (id & 31))) !== 0;
+  // The set as a short exact string (16 bits a character) for the cache key.
+  const halves = new Uint16Array(linearized.buffer);
+  const setKey = (): string => String.fromCharCode.apply(null, halves as unknown as number[]);
   const cache = new Set<string>();
   const stack: Array<{ node: Node; state: S; hash: string; unknown: boolean }> = [];
   let state = model.init();
@@ -191,7 +194,7 @@ function checkSingle<S, I, O>(
       }
       if (useful) {
         linearized[entry.id >> 5]! |= 1 << (entry.id & 31);
-        const key = `${linearized.join(',')}|${nextHash}`;
+        const key = setKey() + nextHash;
         if (!cache.has(key)) {
           cache.add(key);
           stack.push({ node: entry, state, hash, unknown });
