@@ -78,6 +78,17 @@ export const MUTANTS: readonly Mutant[] = [
     ],
   },
   {
+    id: 'lease-on-wall-clock',
+    bug: "lock and TTL time is the leaders' wall clocks (a new leader's skew frees leases early)",
+    file: 'src/state/control-state.ts',
+    replace: [
+      [
+        '  #advanceClock(term: number, env: CommandEnvelope): void {\n',
+        '  #advanceClock(term: number, env: CommandEnvelope): void {\n    this.#now = Math.max(this.#now, env.t);\n    return;\n',
+      ],
+    ],
+  },
+  {
     id: 'read-index-without-quorum',
     bug: 'ReadIndex answers from the leader without a quorum round',
     file: 'src/raft/raft-core.ts',

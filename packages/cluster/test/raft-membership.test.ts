@@ -143,4 +143,88 @@ describe('membership changes', () => {
     const b = net.core('a').config.members.find((m) => m.id === 'b');
     expect(b).toEqual({ id: 'b', addr: 'b:9', voter: true });
   });
+
+  describe('the opt-in dead-voter rule', () => {
+    /** `n` leader ticks, each followed by delivering everything. */
+    const beat = (net: CoreNetwork, n: number): void => {
+      for (let i = 0; i < n; i++) {
+        net.tick('a');
+        net.stabilize();
+      }
+    };
+
+    test('a voter silent for deadVoterTicks is removed, one at a time, never below minVoters', () => {
+      const net = new CoreNetwork(['a', 'b', 'c', 'd', 'e'], { deadVoterTicks: 30, minVoters: 3 });
+      const events: string[] = [];
+      net.core('a').setListener((e) => {
+        if (e.type === 'dead-voter') events.push(`${e.id}:${e.silentTicks}`);
+      });
+      net.elect('a');
+      net.isolate('e');
+      beat(net, 29);
+      expect(voterIds(net.core('a').config)).toContain('e');
+      beat(net, 2);
+      expect(voterIds(net.core('a').config)).toEqual(['a', 'b', 'c', 'd']);
+      expect(net.core('a').config.retired).toEqual(['e']);
+      // Five voters became four; losing one more still leaves a quorum, and the rule shrinks to three.
+      net.isolate('d');
+      beat(net, 31);
+      expect(voterIds(net.core('a').config)).toEqual(['a', 'b', 'c']);
+      // Three is the floor: c goes silent too and stays a voter; a and b are still a quorum.
+      net.isolate('c');
+      beat(net, 200);
+      expect(voterIds(net.core('a').config)).toEqual(['a', 'b', 'c']);
+      const i = net.propose('a', 'after three failures');
+      beat(net, 3);
+      expect(net.core('a').commitIndex).toBeGreaterThanOrEqual(i);
+      expect(net.core('b').commitIndex).toBeGreaterThanOrEqual(i);
+      expect(events).toEqual(['e:30', 'd:30']);
+    });
+
+    test('voters that answer are never removed, and the rule is off by default', () => {
+      const on = new CoreNetwork(['a', 'b', 'c', 'd'], { deadVoterTicks: 10, minVoters: 3 });
+      on.elect('a');
+      beat(on, 100);
+      expect(voterIds(on.core('a').config)).toEqual(['a', 'b', 'c', 'd']);
+      const off = new CoreNetwork(['a', 'b', 'c', 'd', 'e']);
+      off.elect('a');
+      off.isolate('e');
+      beat(off, 500);
+      expect(voterIds(off.core('a').config)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    });
+
+    test('a leader that does not hear from a quorum removes nobody', () => {
+      // Without check-quorum the cut-off leader keeps leading; the rule itself must hold back.
+      const net = new CoreNetwork(['a', 'b', 'c', 'd', 'e'], {
+        deadVoterTicks: 30,
+        minVoters: 3,
+        checkQuorum: false,
+      });
+      net.elect('a');
+      for (const id of ['c', 'd', 'e']) net.isolate(id);
+      beat(net, 100);
+      expect(net.core('a').role).toBe('leader');
+      expect(voterIds(net.core('a').config)).toHaveLength(5);
+    });
+
+    test('a new leader counts silence from its own election', () => {
+      const net = new CoreNetwork(['a', 'b', 'c', 'd', 'e'], { deadVoterTicks: 30, minVoters: 3 });
+      net.elect('a');
+      net.isolate('e');
+      beat(net, 20);
+      expect(net.core('a').transferLeadership('b')).toBe(true);
+      net.stabilize();
+      expect(net.core('b').role).toBe('leader');
+      const beatB = (n: number): void => {
+        for (let i = 0; i < n; i++) {
+          net.tick('b');
+          net.stabilize();
+        }
+      };
+      beatB(29);
+      expect(voterIds(net.core('b').config)).toContain('e');
+      beatB(2);
+      expect(voterIds(net.core('b').config)).not.toContain('e');
+    });
+  });
 });

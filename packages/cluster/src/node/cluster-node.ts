@@ -67,6 +67,15 @@ export interface ClusterNodeOptions {
   /** Learners are not promoted beyond this many voters. @default 7 */
   readonly maxVoters?: number;
   /**
+   * Opt-in: the leader removes a voter it has not heard from for this long (ms), one at a time
+   * and never below `minVoters`, so that a cluster that lost a node regains its fault tolerance
+   * without an operator. The removed node's id is retired: to bring the machine back, give it a
+   * new id and an empty data directory. 0 turns the rule off. @default 0
+   */
+  readonly removeDeadVotersAfterMs?: number;
+  /** The dead-voter rule never shrinks the voters below this many. @default 3 */
+  readonly minVoters?: number;
+  /**
    * Pre-vote round before an election (a partitioned node cannot inflate terms). Turn off only
    * to test. @default true
    */
@@ -287,6 +296,8 @@ export class ClusterNode implements PeerHandler {
       sweepIntervalMs: o.sweepIntervalMs ?? 1000,
       autoPromote: o.autoPromote ?? true,
       maxVoters: o.maxVoters ?? 7,
+      removeDeadVotersAfterMs: o.removeDeadVotersAfterMs ?? 0,
+      minVoters: o.minVoters ?? 3,
       preVote: o.preVote ?? true,
       checkQuorum: o.checkQuorum ?? true,
       maxInflight: o.maxInflight ?? 64,
@@ -327,6 +338,8 @@ export class ClusterNode implements PeerHandler {
         maxEntriesPerAppend: o.maxEntriesPerAppend ?? 512,
         autoPromote: o.autoPromote ?? true,
         maxVoters: o.maxVoters ?? 7,
+        deadVoterTicks: Math.ceil((o.removeDeadVotersAfterMs ?? 0) / (o.tickMs ?? 50)),
+        minVoters: o.minVoters ?? 3,
         preVote: o.preVote ?? true,
         checkQuorum: o.checkQuorum ?? true,
         random: deps.random,
@@ -953,6 +966,14 @@ export class ClusterNode implements PeerHandler {
   }
 
   #onRaftEvent(e: RaftEvent): void {
+    if (e.type === 'dead-voter') {
+      this.#emit({
+        type: 'dead-voter',
+        nodeId: this.id,
+        voter: e.id,
+        silentMs: e.silentTicks * this.#opts.tickMs,
+      });
+    }
     if (e.type === 'role') {
       this.#emit({ type: 'role', nodeId: this.id, role: e.role, term: e.term });
       if (e.leader !== this.#lastLeader) {
@@ -1483,6 +1504,7 @@ function validateOptions(deps: ClusterNodeDeps): void {
     ['snapshotThreshold', o.snapshotThreshold],
     ['sweepIntervalMs', o.sweepIntervalMs],
     ['maxVoters', o.maxVoters],
+    ['minVoters', o.minVoters],
     ['maxInflight', o.maxInflight],
     ['maxEntriesPerAppend', o.maxEntriesPerAppend],
     ['joinTimeoutMs', o.joinTimeoutMs],
@@ -1491,6 +1513,19 @@ function validateOptions(deps: ClusterNodeDeps): void {
     if (v !== undefined && (!Number.isSafeInteger(v) || v <= 0)) {
       throw new ClusterArgumentError(`${name} must be a positive integer`);
     }
+  }
+  if (
+    o.removeDeadVotersAfterMs !== undefined &&
+    (!Number.isSafeInteger(o.removeDeadVotersAfterMs) || o.removeDeadVotersAfterMs < 0)
+  ) {
+    throw new ClusterArgumentError('removeDeadVotersAfterMs must be a non-negative integer (0 = off)');
+  }
+  const electionMs = (o.electionTicks ?? 20) * (o.tickMs ?? 50);
+  if (o.removeDeadVotersAfterMs && o.removeDeadVotersAfterMs < 2 * electionMs) {
+    // Shorter than a couple of election timeouts, a slow or restarting node would be thrown out.
+    throw new ClusterArgumentError(
+      `removeDeadVotersAfterMs must be 0 or at least two election timeouts (${2 * electionMs} ms)`,
+    );
   }
   if (
     o.snapshotTrailingEntries !== undefined &&

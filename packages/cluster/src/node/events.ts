@@ -35,6 +35,13 @@ export type ClusterEvent =
       readonly learners: NodeId[];
     }
   | { readonly type: 'removed'; readonly nodeId: NodeId }
+  /** This leader proposed removing `voter`, silent for `silentMs` (`removeDeadVotersAfterMs`). */
+  | {
+      readonly type: 'dead-voter';
+      readonly nodeId: NodeId;
+      readonly voter: NodeId;
+      readonly silentMs: number;
+    }
   | { readonly type: 'error'; readonly nodeId: NodeId; readonly error: Error; readonly fatal: boolean };
 
 export type ClusterEventType = ClusterEvent['type'];

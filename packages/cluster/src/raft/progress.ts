@@ -18,6 +18,8 @@ export class Progress {
   snapshotTicks = 0;
   /** Heard from since the last check-quorum round. */
   recentActive = false;
+  /** Leader ticks since this follower last answered (the dead-voter rule reads it). */
+  silentTicks = 0;
   /** Last index of each append in flight, oldest first (replicate state only). */
   readonly inflight: number[] = [];
   readonly maxInflight: number;

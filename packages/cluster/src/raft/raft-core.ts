@@ -45,7 +45,8 @@ import { EMPTY_CONFIGURATION } from './types.js';
  *  - ReadIndex reads (leader and follower) confirmed by a heartbeat round;
  *  - snapshots, compaction and InstallSnapshot;
  *  - single-server membership changes active on append, learners promoted once caught up, leader
- *    removal (the leader stops counting itself, and hands off after the change commits);
+ *    removal (the leader stops counting itself, and hands off after the change commits), and an
+ *    opt-in removal of voters that stopped answering (never below `minVoters`);
  *  - leadership transfer (TimeoutNow, which bypasses pre-vote and the lease).
  */
 
@@ -71,6 +72,13 @@ export interface RaftCoreOptions {
   readonly autoPromote?: boolean;
   /** Learners are not promoted beyond this many voters. @default 7 */
   readonly maxVoters?: number;
+  /**
+   * The leader removes a voter it has not heard from for this many ticks (one at a time, while it
+   * has a quorum); 0 turns the rule off. @default 0
+   */
+  readonly deadVoterTicks?: number;
+  /** The dead-voter rule never shrinks the voters below this many. @default 3 */
+  readonly minVoters?: number;
   /** A number in [0, 1); the only source of randomness (election timeouts). */
   readonly random: () => number;
 }
@@ -129,6 +137,8 @@ export type RaftEvent =
   | { readonly type: 'role'; readonly role: Role; readonly term: number; readonly leader: NodeId | null }
   | { readonly type: 'log-changed'; readonly from: number }
   | { readonly type: 'commit'; readonly index: number }
+  /** The leader proposed removing `id`, a voter silent for `silentTicks` (the dead-voter rule). */
+  | { readonly type: 'dead-voter'; readonly id: NodeId; readonly silentTicks: number }
   | { readonly type: 'snapshot-restored'; readonly index: number; readonly term: number };
 
 interface ConfigRecord {
@@ -161,6 +171,8 @@ export class RaftCore {
   readonly #checkQuorum: boolean;
   readonly #autoPromote: boolean;
   readonly #maxVoters: number;
+  readonly #deadVoterTicks: number;
+  readonly #minVoters: number;
   readonly #random: () => number;
 
   #term: number;
@@ -216,6 +228,8 @@ export class RaftCore {
     this.#checkQuorum = options.checkQuorum ?? true;
     this.#autoPromote = options.autoPromote ?? true;
     this.#maxVoters = options.maxVoters ?? 7;
+    this.#deadVoterTicks = options.deadVoterTicks ?? 0;
+    this.#minVoters = options.minVoters ?? 3;
     this.#random = options.random;
 
     const snap = restored.snapshot;
@@ -676,6 +690,7 @@ export class RaftCore {
       }
     }
     for (const [id, pr] of this.#progress) {
+      pr.silentTicks++;
       if (pr.state === 'snapshot' && ++pr.snapshotTicks >= this.#electionTicks) {
         // The snapshot or its answer was lost; probe again (which resends it if still needed).
         pr.becomeProbe();
@@ -687,6 +702,39 @@ export class RaftCore {
       this.#broadcastHeartbeat();
     }
     this.#maybePromoteLearner();
+    this.#maybeRemoveDeadVoter();
+  }
+
+  /**
+   * The opt-in dead-voter rule: a voter that has not answered for `deadVoterTicks` is removed,
+   * so that the cluster gets its fault tolerance back without an operator — one voter at a time,
+   * never below `minVoters`, only while this leader hears from a quorum. Silence is counted
+   * from when this node became leader, so a new leader waits the full time again.
+   */
+  #maybeRemoveDeadVoter(): void {
+    if (this.#deadVoterTicks <= 0 || this.#role !== 'leader' || !this.committedInTerm) return;
+    if (this.configIndex > this.#log.committed || this.#transferee !== null) return;
+    const voters = voterIds(this.config);
+    if (!voters.includes(this.id) || voters.length <= this.#minVoters) return;
+    const answering = voters.filter(
+      (v) =>
+        v === this.id ||
+        (this.#progress.get(v)?.silentTicks ?? Number.POSITIVE_INFINITY) < this.#electionTicks,
+    );
+    if (answering.length < quorumSize(voters.length)) return;
+    let dead: NodeId | null = null;
+    let silent = this.#deadVoterTicks - 1;
+    for (const v of voters) {
+      const pr = this.#progress.get(v);
+      if (v !== this.id && pr && pr.silentTicks > silent) {
+        dead = v;
+        silent = pr.silentTicks;
+      }
+    }
+    if (dead === null) return;
+    if (this.proposeConfigChange({ op: 'remove', id: dead }).ok) {
+      this.#emit({ type: 'dead-voter', id: dead, silentTicks: silent });
+    }
   }
 
   #quorumActive(): boolean {
@@ -806,6 +854,7 @@ export class RaftCore {
       case 'heartbeat-resp':
         if (!pr) break;
         pr.recentActive = true;
+        pr.silentTicks = 0;
         pr.probeSent = false;
         if (pr.state === 'replicate' && pr.isPaused()) pr.freeFirstInflight();
         if (pr.match < this.#log.lastIndex()) this.#sendAppend(m.from, true);
@@ -917,6 +966,7 @@ export class RaftCore {
 
   #handleAppendResponse(m: AppendResponse, pr: Progress): void {
     pr.recentActive = true;
+    pr.silentTicks = 0;
     if (m.reject) {
       let probeFrom = m.hintIndex;
       if (m.hintTerm > 0) probeFrom = this.#log.findConflictByTerm(m.hintIndex, m.hintTerm);

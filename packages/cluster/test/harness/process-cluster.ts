@@ -34,6 +34,8 @@ export interface ProcNode {
   proc: ChildProcess | undefined;
   state: 'up' | 'stopped' | 'dead';
   log: string;
+  /** Extra environment of this node's process (kept across restarts). */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 export type OpResult = { ok: true; value: unknown } | { ok: false; code: string; message: string };
@@ -64,7 +66,7 @@ export class ProcessCluster {
   }
 
   /** Start a new node: bootstrap when `seeds` is empty, else join through them. */
-  async start(id: string, seeds: string[] = []): Promise<ProcNode> {
+  async start(id: string, seeds: string[] = [], env: Record<string, string> = {}): Promise<ProcNode> {
     const n: ProcNode = {
       id,
       dataDir: path.join(this.#baseDir, id),
@@ -74,6 +76,7 @@ export class ProcessCluster {
       proc: undefined,
       state: 'dead',
       log: '',
+      env,
     };
     this.nodes.set(id, n);
     await this.#spawn(n, seeds);
@@ -99,6 +102,7 @@ export class ProcessCluster {
         MOCRA_SEEDS: seeds.join(','),
         MOCRA_TEST_NODE_OPTIONS: JSON.stringify(this.#options.nodeOptions ?? {}),
         MOCRA_TEST_CLIENT_PORT: String(n.clientPort),
+        ...n.env,
       },
     });
     n.proc = child;

@@ -52,6 +52,8 @@ export interface SimConfig {
   readonly snapshotThreshold: number;
   readonly trailing: number;
   readonly maxEntriesPerAppend: number;
+  /** The dead-voter rule (0 = off): a voter silent this long is removed, down to three. */
+  readonly removeDeadVotersAfterMs: number;
   readonly maxNodes: number;
   /**
    * Check-quorum (and the leader lease) on. Some seeds run without it: a deposed leader then
@@ -109,6 +111,7 @@ export function configFromSeed(seed: number, overrides: Partial<SimConfig> = {})
     snapshotThreshold: p.int(20, 120),
     trailing: p.int(0, 16),
     maxEntriesPerAppend: schedule === 'figure8' ? 16 : p.pick([1, 4, 16, 16]),
+    removeDeadVotersAfterMs: targeted ? 0 : p.pick([0, 0, 400, 1000]),
     maxNodes: 7,
     checkQuorum: schedule !== 'stale-read' && p.chance(0.75),
     trace: false,
@@ -199,6 +202,7 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
     joinTimeoutMs: 3000,
     maxInflight: 8,
     maxEntriesPerAppend: config.maxEntriesPerAppend,
+    removeDeadVotersAfterMs: config.removeDeadVotersAfterMs,
     checkQuorum: config.checkQuorum,
   };
 
@@ -260,6 +264,10 @@ export async function runSimulation(config: SimConfig): Promise<SimReport> {
         // invariant inside the code (say, a conflict at a committed index).
         if (e.type === 'error' && e.fatal && slot.owner === owner)
           checker.violations.push(`${owner} stopped: ${e.error.message}`);
+        if (e.type === 'dead-voter') {
+          stats.deadVoterRemovals = (stats.deadVoterRemovals ?? 0) + 1;
+          mark(`${owner} removes dead voter ${e.voter} (silent ${e.silentMs} ms)`);
+        }
         if (e.type === 'storage-repaired') {
           stats.repairedTornEntries = (stats.repairedTornEntries ?? 0) + e.tornEntries;
           mark(`${owner} repaired ${e.tornEntries} torn entries, ${e.strayKeys} stray keys`);

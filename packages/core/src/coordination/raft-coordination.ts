@@ -2,7 +2,9 @@
  * Coordination on the embedded Raft control plane (`@mocra/cluster`): no Redis, no external
  * coordinator. A thin shell over a {@link ClusterNode}; every call may go to any node (writes
  * are forwarded to the leader, reads are linearizable by ReadIndex), and every comparison with
- * time uses leader-stamped command time, never this process's clock.
+ * time is in the cluster's time, which only the leaders' monotonic clocks move — never this
+ * process's clock or any wall clock, so clock skew between nodes frees no lock and expires no
+ * key early (see `@mocra/cluster`'s README, "Leases and TTLs under clock skew").
  *
  * ```
  *  {ns}/kv/{key}          the KV entries (TTL and CAS are the state machine's own)
@@ -13,12 +15,13 @@
  * Membership lives in the KV (a key per member, kept alive by heartbeats) rather than in the
  * node's own registry, so that it is namespaced like everything else and so that a client that
  * stops without leaving simply stops heartbeating — the same life cycle as the Redis backend.
- * A member's `lastSeen` is the heartbeating process's clock at its last heartbeat; whether it is
- * live is decided by the key's TTL on leader time.
+ * A member's `lastSeen` is the heartbeating process's clock at its last heartbeat, for display;
+ * whether it is live is decided by the key's TTL in cluster time.
  *
- * A TTL lapses on the leader's clock at the next sweep (`ClusterNodeOptions.sweepIntervalMs`,
- * 1 s by default): an expired key or member may be seen for up to that long. Locks are exact:
- * an acquire judges expiry at its own commit time.
+ * A TTL lapses at the next sweep after it runs out (`ClusterNodeOptions.sweepIntervalMs`, 1 s by
+ * default): an expired key or member may be seen for up to that long. Locks are exact: an
+ * acquire judges expiry at its own commit. A leader change gives every lock, key and member its
+ * full TTL again.
  */
 import type { ClusterConfig, ClusterNode, ClusterNodeOptions, ClusterStatus } from '@mocra/cluster';
 import {
