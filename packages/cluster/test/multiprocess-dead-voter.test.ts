@@ -20,6 +20,18 @@ async function votersSeenBy(id: string): Promise<readonly string[] | undefined> 
   return (await cluster.status(id))?.voters;
 }
 
+/** Wait until `leader` sees `size` voters, `dead` no longer among them. */
+function removedBy(leader: string, dead: string, size: number): Promise<readonly string[]> {
+  return eventually(
+    `${dead} removed`,
+    async () => {
+      const v = await votersSeenBy(leader);
+      return v?.length === size && !v.includes(dead) ? v : undefined;
+    },
+    20_000,
+  );
+}
+
 describe('dead voters as child processes', () => {
   test('5 voters lose three nodes one after another and keep committing; never fewer than 3 voters', async () => {
     await cluster.init();
@@ -34,15 +46,7 @@ describe('dead voters as child processes', () => {
     cluster.kill(follower);
     await sleep(DEAD_AFTER_MS / 2);
     expect(await votersSeenBy(leader)).toContain(follower);
-    const four = await eventually(
-      `${follower} removed`,
-      async () => {
-        const v = await votersSeenBy(leader);
-        return v?.length === 4 && !v.includes(follower) ? v : undefined;
-      },
-      20_000,
-    );
-    expect(four).toHaveLength(4);
+    expect(await removedBy(leader, follower, 4)).toHaveLength(4);
 
     // 2. The leader dies: a new one is elected, waits the full time, and removes it.
     cluster.kill(leader);
@@ -50,14 +54,7 @@ describe('dead voters as child processes', () => {
       const l = await cluster.agreedLeader();
       return l !== undefined && l !== leader ? l : undefined;
     });
-    const three = await eventually(
-      `${leader} removed`,
-      async () => {
-        const v = await votersSeenBy(second);
-        return v?.length === 3 && !v.includes(leader) ? v : undefined;
-      },
-      20_000,
-    );
+    const three = await removedBy(second, leader, 3);
     expect(three).toHaveLength(3);
 
     // 3. One more dies: two of the three voters are a quorum, and the third stays a voter.

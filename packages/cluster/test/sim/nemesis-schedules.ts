@@ -116,6 +116,26 @@ async function stableLeader(ctx: ScheduleContext, ms: number): Promise<Slot | un
   return ok ? found : undefined;
 }
 
+/**
+ * The first node of `among` to lead a term above `term`, or undefined after `ms`. `onElected`
+ * runs the moment it is seen, before the new leader's next turn sends anything.
+ */
+async function newLeader(
+  ctx: ScheduleContext,
+  among: readonly Slot[],
+  term: number,
+  ms: number,
+  onElected?: (leader: Slot) => void,
+): Promise<Slot | undefined> {
+  let found: Slot | undefined;
+  const ok = await ctx.watch(() => {
+    found = among.find((s) => isUp(s) && core(s).role === 'leader' && core(s).term > term);
+    if (found) onElected?.(found);
+    return found !== undefined;
+  }, ms);
+  return ok ? found : undefined;
+}
+
 function voterSlots(ctx: ScheduleContext, leader: Slot): Slot[] {
   const ids = new Set(
     core(leader)
@@ -175,20 +195,14 @@ export async function figure8Attempt(ctx: ScheduleContext, n: number): Promise<v
   if (!replicated) return;
 
   // b. The rest elect a leader; it is cut off the moment it wins, before its no-op goes out.
-  let s5: Slot | undefined;
-  const elected = await ctx.watch(() => {
-    s5 = rest.find((s) => isUp(s) && core(s).role === 'leader' && core(s).term > oldTerm);
-    if (s5) {
-      cutBoth(
-        ctx.net,
-        [s5],
-        ctx.slots().filter((s) => s !== s5),
-      );
-    }
-    return s5 !== undefined;
-  }, 2500);
-  if (!elected || !s5) return;
-  const isolated = s5;
+  const isolated = await newLeader(ctx, rest, oldTerm, 2500, (s5) =>
+    cutBoth(
+      ctx.net,
+      [s5],
+      ctx.slots().filter((s) => s !== s5),
+    ),
+  );
+  if (!isolated) return;
   const s5Term = core(isolated).term;
   ctx.mark(`figure8 #${n}: ${isolated.id} leads term ${s5Term}, cut off`);
 
@@ -196,13 +210,8 @@ export async function figure8Attempt(ctx: ScheduleContext, n: number): Promise<v
   const swing = rest.filter((s) => s !== isolated);
   healBoth(ctx.net, old, swing);
   const prefix = new Map(swing.map((s) => [s, core(s).lastIndex]));
-  let w: Slot | undefined;
-  const won = await ctx.watch(() => {
-    w = old.find((s) => isUp(s) && core(s).role === 'leader' && core(s).term > s5Term);
-    return w !== undefined;
-  }, 2500);
-  if (!won || !w) return;
-  const winner = w;
+  const winner = await newLeader(ctx, old, s5Term, 2500);
+  if (!winner) return;
   const winnerTerm = core(winner).term;
   const pending = new Set(swing);
   let separated = true;
@@ -304,12 +313,8 @@ export async function staleReadAttempt(ctx: ScheduleContext, n: number): Promise
     [leader],
     ctx.slots().filter((s) => s !== leader),
   );
-  let next: Slot | undefined;
-  const elected = await ctx.watch(() => {
-    next = others.find((s) => isUp(s) && core(s).role === 'leader' && core(s).term > term);
-    return next !== undefined;
-  }, 3000);
-  if (!elected || !next) return;
+  const next = await newLeader(ctx, others, term, 3000);
+  if (!next) return;
   const key = ctx.prng.pick(['k0', 'k1', 'k2']);
   const written = await ctx.kvOp(next, { op: 'put', key, value: ctx.freshValue() });
   if (!written.ok || !isUp(leader)) return;
