@@ -119,6 +119,21 @@ export const CORE_ERROR_CODES = {
   // ── cluster: distributed DAG runs ─────────────────────────────────────────────
   MOCRA_ERR_REMOTE_NODE_FAILED:
     'A DAG node placed on another node of the cluster failed there; the error carries the remote code and whether a retry may help.',
+  // ── data tools: DataFrames, workbooks, the script sandbox, batches ─────────────
+  MOCRA_ERR_DATAFRAME_SCHEMA:
+    'An item does not fit the DataFrame schema (a column it lacks that is not nullable, a column the schema has not, or a value of another type); `column` and `row` say where.',
+  MOCRA_ERR_DATAFRAME_WRITE: 'A DataFrame store could not write a batch or combine its parts into the output file.',
+  MOCRA_ERR_WORKBOOK_READ:
+    'A workbook could not be read: not an xlsx file, damaged, a legacy .xls file (not supported), or a sheet that does not exist.',
+  MOCRA_ERR_SANDBOX_TIMEOUT: 'Sandboxed page code ran past its time limit and was stopped; the runtime stays usable.',
+  MOCRA_ERR_SANDBOX_MEMORY:
+    'Sandboxed page code went over its memory limit; its isolate was disposed (a pool replaces it).',
+  MOCRA_ERR_SANDBOX_SCRIPT: 'Sandboxed page code threw or did not compile; the message and stack come from inside the sandbox.',
+  MOCRA_ERR_SANDBOX_VALUE:
+    'A value passed into or out of the sandbox is not JSON-safe (a function, a symbol, a cycle, a BigInt).',
+  MOCRA_ERR_SANDBOX_CLOSED: 'A sandbox runtime or worker pool was used after close() (or after its isolate was disposed).',
+  MOCRA_ERR_BATCH_FLUSH: "A batch buffer's flush function threw; the batch is not counted as flushed and later calls throw.",
+  MOCRA_ERR_BATCH_CLOSED: 'An item was added to a batch buffer after close().',
 } as const;
 
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
@@ -1153,5 +1168,74 @@ export class RemoteNodeFailedError extends MocraError {
       retryable: options.retryable,
     });
     this.delayMs = options.delayMs;
+  }
+}
+
+// ── data tools ──────────────────────────────────────────────────────────────────
+
+/** An item that does not fit a DataFrame store's schema. */
+export class DataFrameSchemaError extends MocraError {
+  override readonly name = 'DataFrameSchemaError';
+  constructor(
+    readonly column: string,
+    /** 0-based position of the item in the run (the store's count, not the batch's). */
+    readonly row: number,
+    reason: string,
+  ) {
+    super('MOCRA_ERR_DATAFRAME_SCHEMA', `item ${row}, column '${column}': ${reason}`);
+  }
+}
+
+/** A DataFrame store failed to write; `file` is the path it was writing. */
+export class DataFrameWriteError extends MocraError {
+  override readonly name = 'DataFrameWriteError';
+  constructor(
+    readonly file: string,
+    message: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super('MOCRA_ERR_DATAFRAME_WRITE', `${file}: ${message}`, options);
+  }
+}
+
+export class WorkbookReadError extends MocraError {
+  override readonly name = 'WorkbookReadError';
+  constructor(message: string, options: MocraErrorOptions = {}) {
+    super('MOCRA_ERR_WORKBOOK_READ', message, options);
+  }
+}
+
+export type SandboxErrorCode =
+  | 'MOCRA_ERR_SANDBOX_TIMEOUT'
+  | 'MOCRA_ERR_SANDBOX_MEMORY'
+  | 'MOCRA_ERR_SANDBOX_SCRIPT'
+  | 'MOCRA_ERR_SANDBOX_VALUE'
+  | 'MOCRA_ERR_SANDBOX_CLOSED';
+
+/**
+ * Page code in the sandbox failed. `code` says how (timeout, memory, a throw, a value that
+ * cannot cross, a closed runtime); `sandboxStack` is the stack from inside the sandbox.
+ */
+export class SandboxError extends MocraError {
+  override readonly name = 'SandboxError';
+  declare readonly code: SandboxErrorCode;
+  constructor(
+    code: SandboxErrorCode,
+    message: string,
+    readonly sandboxStack?: string,
+    options: MocraErrorOptions = {},
+  ) {
+    super(code, message, options);
+  }
+}
+
+/** A batch buffer's flush threw. Raised by the `add`, `flush` or `close` after it. */
+export class BatchFlushError extends MocraError {
+  override readonly name = 'BatchFlushError';
+  constructor(
+    readonly items: number,
+    cause: unknown,
+  ) {
+    super('MOCRA_ERR_BATCH_FLUSH', `flushing a batch of ${items} item(s) failed: ${describe(cause)}`, { cause });
   }
 }
