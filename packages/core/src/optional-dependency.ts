@@ -45,3 +45,21 @@ export function lazyRequire<TModule>(packageName: string): () => TModule {
     return loaded;
   };
 }
+
+/**
+ * `importOptional` for a CommonJS optional peer (nodejs-polars, exceljs, isolated-vm) that
+ * synchronous code needs: loaded with `require` on the first call, a missing one raising
+ * {@link MissingDependencyError}. A package that is there but cannot load (a native binary
+ * missing for this platform) keeps its own error as the cause.
+ */
+export function requireOptional<TModule>(packageName: string, feature: string): TModule {
+  try {
+    return requireCjs(packageName) as TModule;
+  } catch (err) {
+    const code = (err as { code?: unknown } | undefined)?.code;
+    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') {
+      throw new MissingDependencyError(packageName, feature, { cause: err });
+    }
+    throw err;
+  }
+}
