@@ -25,6 +25,25 @@ export {
   type TestkitErrorCode,
   UnknownHostError,
 } from './errors.js';
+export {
+  expectedSignature,
+  SIGNATURE_HEADER,
+  SIGNATURE_WINDOW_S,
+  SIGNED_API_PATH,
+  SIGNED_PAGE_PATH,
+  SIGNED_PAGES,
+  SIGNED_PER_PAGE,
+  SIGNER_JS,
+  SIGNER_JS_PATH,
+  SIGNER_WASM,
+  SIGNER_WASM_PATH,
+  type SignedItem,
+  signedItems,
+  SPREADSHEET_HEADER,
+  SPREADSHEET_PATH,
+  type SpreadsheetRow,
+  spreadsheetRows,
+} from './data-sources/index.js';
 export { expectedCounts, type FixtureExpectations } from './expected.js';
 export { paddedPage } from './failures/bodies.js';
 export {

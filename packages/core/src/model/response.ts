@@ -7,6 +7,7 @@
  */
 
 import type { CheerioAPI } from 'cheerio';
+import type { ReadWorkbookOptions, Workbook } from '../data/excel/workbook.js';
 import { TextDecodingError } from '../errors.js';
 import { lazyRequire } from '../optional-dependency.js';
 import { type DetectedCharset, decodeText, detectCharset } from './charset.js';
@@ -147,6 +148,15 @@ export class Response {
   get $(): CheerioAPI {
     this.#dom ??= cheerioLoad(this.text());
     return this.#dom;
+  }
+
+  /**
+   * The body read as an xlsx workbook (a spreadsheet download): sheets → rows → DataFrames.
+   * Needs the optional package exceljs; the reader loads on first use.
+   */
+  async workbook(options?: ReadWorkbookOptions): Promise<Workbook> {
+    const { readWorkbook } = await import('../data/excel/workbook.js');
+    return readWorkbook(this.body, options);
   }
 
   #detect(): DetectedCharset {

@@ -16,6 +16,7 @@ import Fastify, { type FastifyServerFactoryHandler } from 'fastify';
 import { registerCatalogRoutes } from '../catalog/routes.js';
 import { CONTROL_PREFIX, registerControlRoutes } from '../control/routes.js';
 import { registerCrawlRuleRoutes } from '../crawl-rules/routes.js';
+import { registerDataSourceRoutes } from '../data-sources/routes.js';
 import { FixtureListenError, FixtureOptionError, UnknownHostError } from '../errors.js';
 import { registerStatusRoutes } from '../failures/status-routes.js';
 import { registerTransportRoutes } from '../failures/transport-routes.js';
@@ -163,6 +164,7 @@ export async function startFixtureSite(options: FixtureSiteOptions = {}): Promis
   registerStatusRoutes(app, ctx);
   registerTransportRoutes(app, ctx);
   registerInspectRoutes(app, ctx);
+  registerDataSourceRoutes(app, ctx);
   registerWebSocketRoutes(app, ctx);
   if (cfg.controlRoutes) registerControlRoutes(app, ctx);
   app.setNotFoundHandler((_req, reply) => notFound(reply));

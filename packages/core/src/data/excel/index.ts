@@ -1,0 +1,3 @@
+// Workbooks (xlsx) on exceljs (an optional peer dependency, loaded on first use).
+export type { CellValue, ReadWorkbookOptions, SheetFrameOptions, SheetRowsOptions } from './workbook.js';
+export { readWorkbook, Sheet, Workbook } from './workbook.js';
