@@ -122,17 +122,22 @@ export const CORE_ERROR_CODES = {
   // ── data tools: DataFrames, workbooks, the script sandbox, batches ─────────────
   MOCRA_ERR_DATAFRAME_SCHEMA:
     'An item does not fit the DataFrame schema (a column it lacks that is not nullable, a column the schema has not, or a value of another type); `column` and `row` say where.',
-  MOCRA_ERR_DATAFRAME_WRITE: 'A DataFrame store could not write a batch or combine its parts into the output file.',
+  MOCRA_ERR_DATAFRAME_WRITE:
+    'A DataFrame store could not write a batch or combine its parts into the output file.',
   MOCRA_ERR_WORKBOOK_READ:
     'A workbook could not be read: not an xlsx file, damaged, a legacy .xls file (not supported), or a sheet that does not exist.',
-  MOCRA_ERR_SANDBOX_TIMEOUT: 'Sandboxed page code ran past its time limit and was stopped; the runtime stays usable.',
+  MOCRA_ERR_SANDBOX_TIMEOUT:
+    'Sandboxed page code ran past its time limit and was stopped; the runtime stays usable.',
   MOCRA_ERR_SANDBOX_MEMORY:
     'Sandboxed page code went over its memory limit; its isolate was disposed (a pool replaces it).',
-  MOCRA_ERR_SANDBOX_SCRIPT: 'Sandboxed page code threw or did not compile; the message and stack come from inside the sandbox.',
+  MOCRA_ERR_SANDBOX_SCRIPT:
+    'Sandboxed page code threw or did not compile; the message and stack come from inside the sandbox.',
   MOCRA_ERR_SANDBOX_VALUE:
     'A value passed into or out of the sandbox is not JSON-safe (a function, a symbol, a cycle, a BigInt).',
-  MOCRA_ERR_SANDBOX_CLOSED: 'A sandbox runtime or worker pool was used after close() (or after its isolate was disposed).',
-  MOCRA_ERR_BATCH_FLUSH: "A batch buffer's flush function threw; the batch is not counted as flushed and later calls throw.",
+  MOCRA_ERR_SANDBOX_CLOSED:
+    'A sandbox runtime or worker pool was used after close() (or after its isolate was disposed).',
+  MOCRA_ERR_BATCH_FLUSH:
+    "A batch buffer's flush function threw; the batch is not counted as flushed and later calls throw.",
   MOCRA_ERR_BATCH_CLOSED: 'An item was added to a batch buffer after close().',
 } as const;
 
@@ -1236,6 +1241,8 @@ export class BatchFlushError extends MocraError {
     readonly items: number,
     cause: unknown,
   ) {
-    super('MOCRA_ERR_BATCH_FLUSH', `flushing a batch of ${items} item(s) failed: ${describe(cause)}`, { cause });
+    super('MOCRA_ERR_BATCH_FLUSH', `flushing a batch of ${items} item(s) failed: ${describe(cause)}`, {
+      cause,
+    });
   }
 }

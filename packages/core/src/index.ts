@@ -353,6 +353,7 @@ export type {
   MiddlewareKind,
   MiddlewarePhase,
   MocraErrorOptions,
+  SandboxErrorCode,
   TimeoutPhase,
 } from './errors.js';
 export {
@@ -366,6 +367,7 @@ export {
   ApiUnavailableError,
   ApiValidationError,
   BackendUnavailableError,
+  BatchFlushError,
   BlockedResponseError,
   BodyTooLargeError,
   BrowserLaunchError,
@@ -379,6 +381,8 @@ export {
   ContentDecodingError,
   CoordinationClosedError,
   CriticalError,
+  DataFrameSchemaError,
+  DataFrameWriteError,
   DownloaderClosedError,
   EngineStateError,
   FencingTokenRejectedError,
@@ -411,6 +415,7 @@ export {
   RemoteNodeFailedError,
   RequestSkippedError,
   RetryLaterError,
+  SandboxError,
   SessionExpiredError,
   SinkFailedError,
   SitemapError,
@@ -427,6 +432,7 @@ export {
   WebSocketClosedError,
   WebSocketConnectError,
   WebSocketOverflowError,
+  WorkbookReadError,
 } from './errors.js';
 export type {
   BloomFilterOptions,

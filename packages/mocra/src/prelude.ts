@@ -71,6 +71,7 @@ export {
   AbortedError,
   ApiBindError,
   apiOptionsFromConfig,
+  BatchFlushError,
   BlockedResponseError,
   BodyTooLargeError,
   BrowserResponse,
@@ -84,6 +85,8 @@ export {
   createHttpDownloader,
   createWebSocketDownloader,
   cron,
+  DataFrameSchemaError,
+  DataFrameWriteError,
   dag,
   defineModule,
   every,
@@ -99,6 +102,7 @@ export {
   MalformedResponseError,
   ManualClock,
   MiddlewareFailedError,
+  MissingDependencyError,
   MocraError,
   NonRetryableError,
   normalizeUrl,
@@ -109,6 +113,7 @@ export {
   RetryLaterError,
   RobotsCache,
   runNow,
+  SandboxError,
   SessionExpiredError,
   SinkFailedError,
   SitemapError,
@@ -116,8 +121,20 @@ export {
   TimeoutError,
   TooManyRedirectsError,
   UnknownDownloaderError,
+  WorkbookReadError,
   websocketRequest,
 } from '@mocra/core';
+// Parsing helpers for scraped text (numbers, dates, case, batches). chrono-node loads on the
+// first parseDate; the DataFrame, workbook and sandbox tools are the subpaths mocra/dataframe,
+// mocra/excel and mocra/sandbox, so that this import loads none of them.
+export type {
+  BatchBufferOptions,
+  CaseStyle,
+  DateLocale,
+  ParseDateOptions,
+  ToNumericOptions,
+} from '@mocra/core/text';
+export { BatchBuffer, keysToCase, parseDate, toCase, toNumeric } from '@mocra/core/text';
 export type {
   DashboardOptions,
   LoggingOptions,

@@ -38,10 +38,10 @@ export {
   SIGNER_WASM,
   SIGNER_WASM_PATH,
   type SignedItem,
-  signedItems,
   SPREADSHEET_HEADER,
   SPREADSHEET_PATH,
   type SpreadsheetRow,
+  signedItems,
   spreadsheetRows,
 } from './data-sources/index.js';
 export { expectedCounts, type FixtureExpectations } from './expected.js';

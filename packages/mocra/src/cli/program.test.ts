@@ -97,7 +97,7 @@ describe('usage errors exit 2 and name what was wrong', () => {
     [['run', 'spider.ts', '--young-generation', '64'], /expected a number from 0 to 32, got 64/],
     [['crawl', 'not-a-url'], /'not-a-url' is not an absolute URL.*MOCRA_ERR_CLI_USAGE/],
     [['crawl', 'ftp://x.test/'], /only http and https.*MOCRA_ERR_CLI_USAGE/],
-    [['crawl', 'http://x.test/', '--out', 'pages.txt'], /must end in \.jsonl or \.csv/],
+    [['crawl', 'http://x.test/', '--out', 'pages.txt'], /must end in \.jsonl, \.csv, \.parquet or \.arrow/],
     [
       ['crawl', 'http://x.test/', '--api-key', 'k'],
       /--api-key needs --dashboard <port>.*MOCRA_ERR_CLI_USAGE/,

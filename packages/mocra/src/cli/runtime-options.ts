@@ -159,7 +159,10 @@ export function addRuntimeFlags(cmd: Command): Command {
         intFlag(0),
       ),
     )
-    .option('-o, --out <file>', 'write one record per page to a .jsonl or .csv file (- for standard output)')
+    .option(
+      '-o, --out <file>',
+      'write one record per page to a .jsonl, .csv, .parquet or .arrow file (- for standard output)',
+    )
     .option(
       '--persist <dir>',
       'keep the crawl state in this directory; run again with it to resume after a crash',

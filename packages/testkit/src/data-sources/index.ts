@@ -1,6 +1,7 @@
 // The data sources of the fixture site: a spreadsheet download and an API signed by the site's JS/WASM.
-import { resolveFixtureOptions } from '../site/options.js';
+
 import type { FixtureSiteOptions } from '../site/options.js';
+import { resolveFixtureOptions } from '../site/options.js';
 import { SIGNED_PAGES, type SignedItem, signedItemsPage } from './signing.js';
 import { type SpreadsheetRow, spreadsheetRowsOf } from './spreadsheet.js';
 

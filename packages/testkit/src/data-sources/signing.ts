@@ -75,7 +75,14 @@ const I32 = 0x7f;
 
 /** The WASM module, assembled here: mix(h, c) = (h ^ c) × 16777619, fin(h) = h ^ (h >>> 15). */
 export const SIGNER_WASM = Uint8Array.from([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x00,
+  0x61,
+  0x73,
+  0x6d,
+  0x01,
+  0x00,
+  0x00,
+  0x00,
   ...section(1, [2, 0x60, 2, I32, I32, 1, I32, 0x60, 1, I32, 1, I32]),
   ...section(3, [2, 0, 1]),
   ...section(7, [2, ...name('mix'), 0x00, 0, ...name('fin'), 0x00, 1]),

@@ -22,7 +22,8 @@ function escapeXml(text: string): string {
 
 function columnName(index: number): string {
   let name = '';
-  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26)) name = String.fromCharCode(65 + ((n - 1) % 26)) + name;
+  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26))
+    name = String.fromCharCode(65 + ((n - 1) % 26)) + name;
   return name;
 }
 
@@ -48,7 +49,8 @@ export function buildXlsx(sheets: readonly XlsxSheet[]): Buffer {
           if (typeof cell === 'boolean') return `<c r="${ref}" t="b"><v>${cell ? 1 : 0}</v></c>`;
           if (typeof cell === 'number') return `<c r="${ref}"><v>${cell}</v></c>`;
           // Style 1 is the built-in date format 14 (m/d/yyyy).
-          if (cell instanceof Date) return `<c r="${ref}" s="1"><v>${(cell.getTime() - EXCEL_EPOCH) / 86_400_000}</v></c>`;
+          if (cell instanceof Date)
+            return `<c r="${ref}" s="1"><v>${(cell.getTime() - EXCEL_EPOCH) / 86_400_000}</v></c>`;
           return `<c r="${ref}"><f>${escapeXml(cell.formula)}</f><v>${cell.result}</v></c>`;
         })
         .join('');
@@ -88,7 +90,9 @@ export function buildXlsx(sheets: readonly XlsxSheet[]): Buffer {
           (_, i) =>
             `<Relationship Id="rId${i + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet${i + 1}.xml"/>`,
         )
-        .join('')}<Relationship Id="rId${sheets.length + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/><Relationship Id="rId${sheets.length + 2}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`,
+        .join(
+          '',
+        )}<Relationship Id="rId${sheets.length + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/><Relationship Id="rId${sheets.length + 2}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`,
     ],
     [
       'xl/styles.xml',

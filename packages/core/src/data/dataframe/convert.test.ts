@@ -21,7 +21,9 @@ describe('HTML tables', () => {
       { Name: 'Coffee', Price: '1,299.00 €', Stock: '12' },
       { Name: 'Water', Price: '', Stock: '3' },
     ]);
-    expect(readHtmlTable('<table><tr><td>a</td><td>b</td></tr></table>')).toEqual([{ column_1: 'a', column_2: 'b' }]);
+    expect(readHtmlTable('<table><tr><td>a</td><td>b</td></tr></table>')).toEqual([
+      { column_1: 'a', column_2: 'b' },
+    ]);
     expect(() => readHtmlTable(html, { selector: 'table.none' })).toThrow(
       expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }),
     );
@@ -45,5 +47,7 @@ test('items to a DataFrame and back', () => {
   const frame = toDataFrame(items);
   expect(frame.shape).toEqual({ height: 2, width: 3 });
   expect(dataFrameToItems(frame)).toEqual(items);
-  expect(() => toDataFrame([{ a: 1 }, { a: 'x' }])).toThrow(expect.objectContaining({ code: 'MOCRA_ERR_DATAFRAME_SCHEMA' }));
+  expect(() => toDataFrame([{ a: 1 }, { a: 'x' }])).toThrow(
+    expect.objectContaining({ code: 'MOCRA_ERR_DATAFRAME_SCHEMA' }),
+  );
 });

@@ -18,7 +18,9 @@ export function toDataFrame(items: readonly unknown[], options: ToDataFrameOptio
   const pl = loadPolars();
   if (items.length === 0 && !options.schema) return pl.DataFrame({});
   const columns = options.schema ? resolveSchema(options.schema) : inferSchema(items);
-  const values = columns.map((c) => items.map((item, row) => checkValue(c, asRecord(item, row)[c.name], row)));
+  const values = columns.map((c) =>
+    items.map((item, row) => checkValue(c, asRecord(item, row)[c.name], row)),
+  );
   return frameOf(pl, columns, values);
 }
 

@@ -27,13 +27,24 @@ export interface ResolvedColumn {
   nullable: boolean;
 }
 
-const TYPES = new Set<ColumnType>(['string', 'float64', 'int64', 'int32', 'bool', 'datetime', 'date', 'json']);
+const TYPES = new Set<ColumnType>([
+  'string',
+  'float64',
+  'int64',
+  'int32',
+  'bool',
+  'datetime',
+  'date',
+  'json',
+]);
 
 export function resolveSchema(schema: DataFrameSchema): ResolvedColumn[] {
   const columns = Object.entries(schema).map(([name, spec]) => {
     const { type, nullable = true } = typeof spec === 'string' ? { type: spec } : spec;
     if (!TYPES.has(type)) {
-      throw new InvalidArgumentError(`schema column '${name}': unknown type '${String(type)}' (${[...TYPES].join(', ')})`);
+      throw new InvalidArgumentError(
+        `schema column '${name}': unknown type '${String(type)}' (${[...TYPES].join(', ')})`,
+      );
     }
     return { name, type, nullable };
   });
@@ -74,7 +85,8 @@ export function inferSchema(items: readonly unknown[], firstRow = 0): ResolvedCo
         continue;
       }
       if (seen === null || seen === next) types.set(key, next);
-      else if ((seen === 'int64' && next === 'float64') || (seen === 'float64' && next === 'int64')) types.set(key, 'float64');
+      else if ((seen === 'int64' && next === 'float64') || (seen === 'float64' && next === 'int64'))
+        types.set(key, 'float64');
       else {
         throw new DataFrameSchemaError(
           key,
@@ -84,13 +96,18 @@ export function inferSchema(items: readonly unknown[], firstRow = 0): ResolvedCo
       }
     }
   });
-  if (types.size === 0) throw new DataFrameSchemaError('*', firstRow, 'the first batch has no fields to infer a schema from');
+  if (types.size === 0)
+    throw new DataFrameSchemaError('*', firstRow, 'the first batch has no fields to infer a schema from');
   return [...types].map(([name, type]) => ({ name, type: type ?? 'string', nullable: true }));
 }
 
 export function asRecord(item: unknown, row: number): Record<string, unknown> {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-    throw new DataFrameSchemaError('*', row, `an item must be a plain object (got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item})`);
+    throw new DataFrameSchemaError(
+      '*',
+      row,
+      `an item must be a plain object (got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item})`,
+    );
   }
   return item as Record<string, unknown>;
 }
@@ -98,7 +115,8 @@ export function asRecord(item: unknown, row: number): Record<string, unknown> {
 /** `value` as it is stored in a column of `column.type`, or a DataFrameSchemaError. */
 export function checkValue(column: ResolvedColumn, value: unknown, row: number): unknown {
   if (value === null || value === undefined) {
-    if (!column.nullable) throw new DataFrameSchemaError(column.name, row, 'is missing or null but the column is not nullable');
+    if (!column.nullable)
+      throw new DataFrameSchemaError(column.name, row, 'is missing or null but the column is not nullable');
     return null;
   }
   const refuse = (): never => {
@@ -110,12 +128,18 @@ export function checkValue(column: ResolvedColumn, value: unknown, row: number):
     case 'float64':
       return typeof value === 'number' ? value : refuse();
     case 'int64':
-      if (typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
+      if (
+        typeof value === 'bigint' &&
+        value >= BigInt(Number.MIN_SAFE_INTEGER) &&
+        value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ) {
         return Number(value);
       }
       return Number.isSafeInteger(value) ? value : refuse();
     case 'int32':
-      return Number.isInteger(value) && (value as number) >= -(2 ** 31) && (value as number) < 2 ** 31 ? value : refuse();
+      return Number.isInteger(value) && (value as number) >= -(2 ** 31) && (value as number) < 2 ** 31
+        ? value
+        : refuse();
     case 'bool':
       return typeof value === 'boolean' ? value : refuse();
     case 'datetime':
@@ -126,7 +150,11 @@ export function checkValue(column: ResolvedColumn, value: unknown, row: number):
         const text = JSON.stringify(value);
         return text === undefined ? refuse() : text;
       } catch (err) {
-        throw new DataFrameSchemaError(column.name, row, `cannot be written as JSON (${(err as Error).message})`);
+        throw new DataFrameSchemaError(
+          column.name,
+          row,
+          `cannot be written as JSON (${(err as Error).message})`,
+        );
       }
   }
 }
@@ -134,8 +162,10 @@ export function checkValue(column: ResolvedColumn, value: unknown, row: number):
 function describeValue(value: unknown): string {
   if (value instanceof Date) return 'a Date';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'number') return Number.isInteger(value) ? `the number ${value}` : `the fraction ${value}`;
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'number')
+    return Number.isInteger(value) ? `the number ${value}` : `the fraction ${value}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value;
 }
 
@@ -160,6 +190,10 @@ function dtypeOf(pl: PolarsModule, type: ColumnType) {
 }
 
 /** A DataFrame from checked column values (one array per column, all the same length). */
-export function frameOf(pl: PolarsModule, columns: readonly ResolvedColumn[], values: readonly unknown[][]): DataFrame {
+export function frameOf(
+  pl: PolarsModule,
+  columns: readonly ResolvedColumn[],
+  values: readonly unknown[][],
+): DataFrame {
   return pl.DataFrame(columns.map((c, i) => pl.Series(c.name, values[i] as unknown[], dtypeOf(pl, c.type))));
 }

@@ -30,30 +30,33 @@ const book = (i: number): Book => ({
 });
 
 describe('DataFrameStore', () => {
-  test.each(['parquet', 'arrow'] as const)('%s: batches joined into one file, read back row by row', (ext) => {
-    const file = path.join(dir, `books.${ext}`);
-    const store = new DataFrameStore<Book>({ path: file, batchSize: 10 });
-    for (let i = 0; i < 25; i++) store.write(book(i));
-    // Two full batches are on disk as parts while the third is still in memory.
-    expect(fs.readdirSync(`${file}.parts`)).toHaveLength(2);
-    store.close();
-    expect(fs.existsSync(`${file}.parts`)).toBe(false);
-    const frame = readDataFrame(file);
-    expect(frame.height).toBe(25);
-    expect(frame.columns).toEqual(['id', 'title', 'price', 'inStock', 'seen', 'tags', 'note']);
-    expect(Object.fromEntries(Object.entries(frame.schema).map(([k, v]) => [k, String(v)]))).toMatchObject({
-      id: expect.stringContaining('Int64'),
-      price: expect.stringContaining('Float64'),
-      inStock: expect.stringContaining('Bool'),
-      seen: expect.stringContaining('Datetime'),
-      tags: expect.stringContaining('String'),
-    });
-    const rows = frame.toRecords();
-    for (let i = 0; i < 25; i++) {
-      const b = book(i);
-      expect(rows[i]).toEqual({ ...b, tags: JSON.stringify(b.tags), note: b.note ?? null });
-    }
-  });
+  test.each(['parquet', 'arrow'] as const)(
+    '%s: batches joined into one file, read back row by row',
+    (ext) => {
+      const file = path.join(dir, `books.${ext}`);
+      const store = new DataFrameStore<Book>({ path: file, batchSize: 10 });
+      for (let i = 0; i < 25; i++) store.write(book(i));
+      // Two full batches are on disk as parts while the third is still in memory.
+      expect(fs.readdirSync(`${file}.parts`)).toHaveLength(2);
+      store.close();
+      expect(fs.existsSync(`${file}.parts`)).toBe(false);
+      const frame = readDataFrame(file);
+      expect(frame.height).toBe(25);
+      expect(frame.columns).toEqual(['id', 'title', 'price', 'inStock', 'seen', 'tags', 'note']);
+      expect(Object.fromEntries(Object.entries(frame.schema).map(([k, v]) => [k, String(v)]))).toMatchObject({
+        id: expect.stringContaining('Int64'),
+        price: expect.stringContaining('Float64'),
+        inStock: expect.stringContaining('Bool'),
+        seen: expect.stringContaining('Datetime'),
+        tags: expect.stringContaining('String'),
+      });
+      const rows = frame.toRecords();
+      for (let i = 0; i < 25; i++) {
+        const b = book(i);
+        expect(rows[i]).toEqual({ ...b, tags: JSON.stringify(b.tags), note: b.note ?? null });
+      }
+    },
+  );
 
   test.each(['csv', 'ndjson'] as const)('%s: appended per batch, header once', (ext) => {
     const file = path.join(dir, `books.${ext}`);
@@ -79,14 +82,18 @@ describe('DataFrameStore', () => {
     );
     store.write({ id: 9, name: 'n9' });
     store.close();
-    expect(readDataFrame(path.join(dir, 'bad.parquet')).getColumn('id').toArray()).toEqual([0, 1, 2, 3, 4, 5, 6, 9]);
+    expect(readDataFrame(path.join(dir, 'bad.parquet')).getColumn('id').toArray()).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 9,
+    ]);
   });
 
   test('mixed types inside the first batch are refused; a given schema decides', () => {
     const inferred = new DataFrameStore({ path: path.join(dir, 'mixed.parquet'), batchSize: 5 });
     inferred.write({ v: 1 });
     inferred.write({ v: 'x' });
-    expect(() => inferred.flush()).toThrow(expect.objectContaining({ code: 'MOCRA_ERR_DATAFRAME_SCHEMA', column: 'v', row: 1 }));
+    expect(() => inferred.flush()).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_DATAFRAME_SCHEMA', column: 'v', row: 1 }),
+    );
 
     const file = path.join(dir, 'given.parquet');
     const given = new DataFrameStore({
@@ -118,7 +125,9 @@ describe('DataFrameStore', () => {
     expect(third.adoptedColumn('url')).toEqual(Array.from({ length: 10 }, (_, i) => `u${i}`));
     third.write({ url: 'u10' });
     third.close();
-    expect(readDataFrame(file).getColumn('url').toArray()).toEqual(Array.from({ length: 11 }, (_, i) => `u${i}`));
+    expect(readDataFrame(file).getColumn('url').toArray()).toEqual(
+      Array.from({ length: 11 }, (_, i) => `u${i}`),
+    );
   });
 
   test('no items: an empty file with the schema', () => {
@@ -134,7 +143,10 @@ describe('DataFrameStore', () => {
       expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }),
     );
     expect(() => requireOptional('nodejs-polars-not-installed', 'DataFrames')).toThrow(
-      expect.objectContaining({ code: 'MOCRA_ERR_MISSING_DEPENDENCY', packageName: 'nodejs-polars-not-installed' }),
+      expect.objectContaining({
+        code: 'MOCRA_ERR_MISSING_DEPENDENCY',
+        packageName: 'nodejs-polars-not-installed',
+      }),
     );
     expect(loadPolars().DataFrame).toBeTypeOf('function');
   });

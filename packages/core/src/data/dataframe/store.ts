@@ -15,8 +15,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DataSink } from '../../model/item.js';
 import { DataFrameSchemaError, DataFrameWriteError, InvalidArgumentError } from '../../errors.js';
+import type { DataSink } from '../../model/item.js';
 import { type DataFrame, loadPolars, type PolarsModule } from './polars.js';
 import {
   asRecord,
@@ -102,7 +102,9 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     this.format = format;
     this.#batchSize = options.batchSize ?? 10_000;
     if (!Number.isInteger(this.#batchSize) || this.#batchSize < 1) {
-      throw new InvalidArgumentError(`DataFrameStore: batchSize must be a positive integer (got ${String(options.batchSize)})`);
+      throw new InvalidArgumentError(
+        `DataFrameStore: batchSize must be a positive integer (got ${String(options.batchSize)})`,
+      );
     }
     this.#dropExtra = options.extraFields === 'drop';
     this.#compression = options.compression ?? 'zstd';
@@ -192,9 +194,13 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
       }
       fs.rmSync(this.#partsDir, { recursive: true, force: true });
     } catch (err) {
-      throw new DataFrameWriteError(this.path, `joining ${parts.length} part(s) failed: ${(err as Error).message}; they are kept in ${this.#partsDir}`, {
-        cause: err,
-      });
+      throw new DataFrameWriteError(
+        this.path,
+        `joining ${parts.length} part(s) failed: ${(err as Error).message}; they are kept in ${this.#partsDir}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 
@@ -223,7 +229,11 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     if (this.#dropExtra) return;
     for (const key of Object.keys(record)) {
       if (!this.#names!.has(key) && record[key] !== undefined) {
-        throw new DataFrameSchemaError(key, row, `is not a column of the schema (${[...this.#names!].join(', ')}); pass extraFields: 'drop' to ignore it`);
+        throw new DataFrameSchemaError(
+          key,
+          row,
+          `is not a column of the schema (${[...this.#names!].join(', ')}); pass extraFields: 'drop' to ignore it`,
+        );
       }
     }
   }
@@ -272,9 +282,13 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
         this.#writeTo(frame, path.join(this.#partsDir, this.#partName(++this.#parts)));
       }
     } catch (err) {
-      throw new DataFrameWriteError(this.path, `writing a batch of ${frame.height} rows failed: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new DataFrameWriteError(
+        this.path,
+        `writing a batch of ${frame.height} rows failed: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 
@@ -284,7 +298,13 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
   }
 
   #emptyFrame(): DataFrame {
-    return this.#columns ? frameOf(this.#pl, this.#columns, this.#columns.map(() => [])) : this.#pl.DataFrame({});
+    return this.#columns
+      ? frameOf(
+          this.#pl,
+          this.#columns,
+          this.#columns.map(() => []),
+        )
+      : this.#pl.DataFrame({});
   }
 }
 

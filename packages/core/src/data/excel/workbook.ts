@@ -49,20 +49,25 @@ type ExcelModule = typeof ExcelJS & { default?: typeof ExcelJS };
 
 /** Read an xlsx workbook from its bytes (a download's `res.body`, a file's contents). */
 export async function readWorkbook(bytes: Uint8Array, options: ReadWorkbookOptions = {}): Promise<Workbook> {
-  if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('readWorkbook: expected the file bytes (a Uint8Array or Buffer)');
+  if (!(bytes instanceof Uint8Array))
+    throw new InvalidArgumentError('readWorkbook: expected the file bytes (a Uint8Array or Buffer)');
   const max = options.maxBytes ?? 50 * 1024 * 1024;
-  if (bytes.length > max) throw new WorkbookReadError(`the workbook is ${bytes.length} bytes; the limit (maxBytes) is ${max}`);
+  if (bytes.length > max)
+    throw new WorkbookReadError(`the workbook is ${bytes.length} bytes; the limit (maxBytes) is ${max}`);
   if (startsWith(bytes, OLE_MAGIC)) {
     throw new WorkbookReadError(
       'this is a legacy .xls (BIFF) workbook, which mocra does not read; save it as .xlsx (e.g. soffice --headless --convert-to xlsx file.xls)',
     );
   }
-  if (!startsWith(bytes, ZIP_MAGIC)) throw new WorkbookReadError('not an xlsx workbook (an xlsx file is a zip archive)');
+  if (!startsWith(bytes, ZIP_MAGIC))
+    throw new WorkbookReadError('not an xlsx workbook (an xlsx file is a zip archive)');
   const mod = requireOptional<ExcelModule>('exceljs', 'Workbook reading');
   const excel = mod.default ?? mod;
   const book = new excel.Workbook();
   try {
-    await book.xlsx.load(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as unknown as ArrayBuffer);
+    await book.xlsx.load(
+      Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as unknown as ArrayBuffer,
+    );
   } catch (err) {
     throw new WorkbookReadError(`the workbook could not be read: ${(err as Error).message}`, { cause: err });
   }
@@ -91,7 +96,9 @@ export class Workbook {
     const sheets = this.#book.worksheets;
     const found = typeof which === 'number' ? sheets[which] : sheets.find((s) => s.name === which);
     if (!found) {
-      throw new WorkbookReadError(`the workbook has no sheet ${JSON.stringify(which)} (sheets: ${this.sheetNames.join(', ') || 'none'})`);
+      throw new WorkbookReadError(
+        `the workbook has no sheet ${JSON.stringify(which)} (sheets: ${this.sheetNames.join(', ') || 'none'})`,
+      );
     }
     return new Sheet(found);
   }
@@ -115,7 +122,7 @@ export class Sheet {
     for (let r = 1; r <= count; r++) {
       const row = this.#sheet.getRow(r);
       const line: CellValue[] = [];
-      for (let c = 1; c <= row.cellCount; c++) line.push(cellValue(valueOf(row.getCell(c))));
+      for (let c = 1; c <= row.cellCount; c++) line.push(cellValue(rawValue(row.getCell(c))));
       while (line.length > 0 && line[line.length - 1] === null) line.pop();
       out.push(line);
     }
@@ -126,8 +133,16 @@ export class Sheet {
   rows<TRow = Record<string, CellValue>>(options: SheetRowsOptions = {}): TRow[] {
     const grid = this.values();
     const headerIndex =
-      options.headerRow === false ? -1 : options.headerRow !== undefined ? options.headerRow - 1 : grid.findIndex((r) => r.length > 0);
-    if (options.headerRow !== undefined && options.headerRow !== false && (headerIndex < 0 || headerIndex >= grid.length)) {
+      options.headerRow === false
+        ? -1
+        : options.headerRow !== undefined
+          ? options.headerRow - 1
+          : grid.findIndex((r) => r.length > 0);
+    if (
+      options.headerRow !== undefined &&
+      options.headerRow !== false &&
+      (headerIndex < 0 || headerIndex >= grid.length)
+    ) {
       throw new WorkbookReadError(`sheet '${this.name}' has no row ${options.headerRow}`);
     }
     const header = headerIndex >= 0 ? grid[headerIndex]! : [];
@@ -136,7 +151,12 @@ export class Sheet {
     const seen = new Map<string, number>();
     const keys = Array.from({ length: width }, (_, i) => {
       const raw = header[i];
-      const base = raw === null || raw === undefined || raw === '' ? `column_${i + 1}` : raw instanceof Date ? raw.toISOString() : String(raw).trim();
+      const base =
+        raw === null || raw === undefined || raw === ''
+          ? `column_${i + 1}`
+          : raw instanceof Date
+            ? raw.toISOString()
+            : String(raw).trim();
       const n = (seen.get(base) ?? 0) + 1;
       seen.set(base, n);
       return n === 1 ? base : `${base}_${n}`;
@@ -160,7 +180,7 @@ const FORMULA = 6; // ExcelJS.ValueType.Formula (the enum is not exported as a v
  * A cell's value. exceljs's `cell.value` copies a formula's fields only when truthy, so a
  * cached result of 0, false or '' would vanish; `cell.result` keeps it.
  */
-function valueOf(cell: ExcelJS.Cell): ExcelJS.CellValue {
+function rawValue(cell: ExcelJS.Cell): ExcelJS.CellValue {
   if (cell.type !== FORMULA) return cell.value;
   return { formula: cell.formula, result: cell.result } as ExcelJS.CellFormulaValue;
 }
@@ -168,16 +188,27 @@ function valueOf(cell: ExcelJS.Cell): ExcelJS.CellValue {
 /** One exceljs cell value as a plain typed value. */
 function cellValue(value: ExcelJS.CellValue): CellValue {
   if (value === null || value === undefined) return null;
-  if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return value;
+  if (
+    typeof value === 'number' ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    value instanceof Date
+  )
+    return value;
   if ('result' in value || 'formula' in value || 'sharedFormula' in value) {
     const result = (value as { result?: unknown }).result;
-    if (result !== null && typeof result === 'object' && 'error' in (result as object)) return String((result as { error: unknown }).error);
+    if (result !== null && typeof result === 'object' && 'error' in (result as object))
+      return String((result as { error: unknown }).error);
     return result === undefined ? null : cellValue(result as ExcelJS.CellValue);
   }
   if ('richText' in value) return value.richText.map((t) => t.text).join('');
   if ('hyperlink' in value) {
     const text = (value as { text?: unknown }).text;
-    return typeof text === 'string' ? text : text && typeof text === 'object' && 'richText' in text ? cellValue(text as ExcelJS.CellValue) : value.hyperlink;
+    return typeof text === 'string'
+      ? text
+      : text && typeof text === 'object' && 'richText' in text
+        ? cellValue(text as ExcelJS.CellValue)
+        : value.hyperlink;
   }
   if ('error' in value) return String(value.error);
   return null;
@@ -191,9 +222,9 @@ function stringifyMixedColumns(rows: Record<string, CellValue>[]): Record<string
     for (const [k, v] of Object.entries(row)) {
       if (v === null) continue;
       const kind = v instanceof Date ? 'date' : typeof v;
-      let set = kinds.get(k);
-      if (!set) kinds.set(k, (set = new Set()));
+      const set = kinds.get(k) ?? new Set<string>();
       set.add(kind);
+      kinds.set(k, set);
     }
   }
   const mixed = [...kinds].filter(([, s]) => s.size > 1).map(([k]) => k);

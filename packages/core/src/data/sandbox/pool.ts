@@ -47,7 +47,8 @@ export class JsWorkerPool {
 
   constructor(options: JsWorkerPoolOptions = {}) {
     const { size = 2, setup, ...runtimeOptions } = options;
-    if (!Number.isInteger(size) || size < 1) throw new InvalidArgumentError(`JsWorkerPool: size must be a positive integer (got ${String(size)})`);
+    if (!Number.isInteger(size) || size < 1)
+      throw new InvalidArgumentError(`JsWorkerPool: size must be a positive integer (got ${String(size)})`);
     this.#options = runtimeOptions;
     this.#setup = setup;
     for (let i = 0; i < size; i++) this.#slots.push({ runtime: this.#start(), busy: false });
@@ -98,7 +99,9 @@ export class JsWorkerPool {
     if (this.#closed) return;
     this.#closed = true;
     for (const waiter of this.#queue.splice(0)) {
-      waiter.reject(new SandboxError('MOCRA_ERR_SANDBOX_CLOSED', 'the worker pool was closed before the call ran'));
+      waiter.reject(
+        new SandboxError('MOCRA_ERR_SANDBOX_CLOSED', 'the worker pool was closed before the call ran'),
+      );
     }
     await Promise.all(
       this.#slots.map((s) =>

@@ -19,7 +19,7 @@ type IvmModule = typeof Ivm & { default?: typeof Ivm };
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** A function of the host that page code may call; arguments and result are copies. */
-export type HostFunction = (...args: JsonValue[]) => JsonValue | undefined | void | Promise<JsonValue | undefined | void>;
+export type HostFunction = (...args: JsonValue[]) => JsonValue | undefined | Promise<JsonValue | undefined>;
 
 export interface JsRuntimeOptions {
   /** The isolate's memory limit in MiB (heap and ArrayBuffers together; isolated-vm's minimum is 8). @default 64 */
@@ -56,10 +56,14 @@ export class JsRuntime {
     const memoryLimit = options.memoryLimitMb ?? 64;
     this.#timeoutMs = options.timeoutMs ?? 1000;
     if (!Number.isFinite(memoryLimit) || memoryLimit < 8) {
-      throw new InvalidArgumentError(`JsRuntime: memoryLimitMb must be at least 8 (got ${String(options.memoryLimitMb)})`);
+      throw new InvalidArgumentError(
+        `JsRuntime: memoryLimitMb must be at least 8 (got ${String(options.memoryLimitMb)})`,
+      );
     }
     if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) {
-      throw new InvalidArgumentError(`JsRuntime: timeoutMs must be a positive integer (got ${String(options.timeoutMs)})`);
+      throw new InvalidArgumentError(
+        `JsRuntime: timeoutMs must be a positive integer (got ${String(options.timeoutMs)})`,
+      );
     }
     this.#ivm = loadIvm();
     this.#isolate = new this.#ivm.Isolate({ memoryLimit });
@@ -109,7 +113,7 @@ export class JsRuntime {
           filename: options.filename ?? 'evaluate.js',
           promise: true,
           copy: true,
-        }) as Promise<JsonValue | undefined>,
+        }) as unknown as Promise<JsonValue | undefined>,
     );
   }
 
@@ -122,14 +126,22 @@ export class JsRuntime {
   }
 
   /** `call` with its own options. */
-  async callWith(name: string, args: readonly JsonValue[], options: RunOptions = {}): Promise<JsonValue | undefined> {
+  async callWith(
+    name: string,
+    args: readonly JsonValue[],
+    options: RunOptions = {},
+  ): Promise<JsonValue | undefined> {
     this.#check();
     const fn = this.#resolve(name);
     const copies = args.map((a, i) => jsonCopy(a, `argument ${i} of ${name}()`));
     return this.#guard(async () => {
       const ref = await fn;
       try {
-        if (ref.typeof !== 'function') throw new SandboxError('MOCRA_ERR_SANDBOX_SCRIPT', `'${name}' is not a function in the sandbox (${ref.typeof})`);
+        if (ref.typeof !== 'function')
+          throw new SandboxError(
+            'MOCRA_ERR_SANDBOX_SCRIPT',
+            `'${name}' is not a function in the sandbox (${ref.typeof})`,
+          );
         return (await ref.apply(undefined, copies, {
           timeout: options.timeoutMs ?? this.#timeoutMs,
           arguments: { copy: true },
@@ -145,7 +157,8 @@ export class JsRuntime {
   register(name: string, fn: HostFunction): void {
     this.#check();
     checkName(name);
-    if (typeof fn !== 'function') throw new InvalidArgumentError(`JsRuntime.register('${name}'): expected a function`);
+    if (typeof fn !== 'function')
+      throw new InvalidArgumentError(`JsRuntime.register('${name}'): expected a function`);
     const callback = new this.#ivm.Callback((...args: unknown[]) => {
       const result = fn(...(args as JsonValue[]));
       if (result instanceof Promise) {
@@ -177,7 +190,10 @@ export class JsRuntime {
   setGlobal(name: string, value: JsonValue): void {
     this.#check();
     checkName(name);
-    this.#context.global.setSync(name, new this.#ivm.ExternalCopy(jsonCopy(value, `global ${name}`)).copyInto({ release: true }));
+    this.#context.global.setSync(
+      name,
+      new this.#ivm.ExternalCopy(jsonCopy(value, `global ${name}`)).copyInto({ release: true }),
+    );
   }
 
   /**
@@ -188,12 +204,20 @@ export class JsRuntime {
   async instantiateWasm(name: string, bytes: Uint8Array, imports: WasmImports = {}): Promise<void> {
     this.#check();
     checkName(name);
-    if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('JsRuntime.instantiateWasm: bytes must be a Uint8Array');
-    const copy = new this.#ivm.ExternalCopy(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    if (!(bytes instanceof Uint8Array))
+      throw new InvalidArgumentError('JsRuntime.instantiateWasm: bytes must be a Uint8Array');
+    const copy = new this.#ivm.ExternalCopy(
+      bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+    );
     const slot = `__mocraWasm${Math.random().toString(36).slice(2)}`;
     this.#context.global.setSync(slot, copy.copyInto({ release: true }));
     const importObject = Object.entries(imports)
-      .map(([mod, fields]) => `${JSON.stringify(mod)}: {${Object.entries(fields).map(([k, g]) => `${JSON.stringify(k)}: globalThis[${JSON.stringify(g)}]`).join(', ')}}`)
+      .map(
+        ([mod, fields]) =>
+          `${JSON.stringify(mod)}: {${Object.entries(fields)
+            .map(([k, g]) => `${JSON.stringify(k)}: globalThis[${JSON.stringify(g)}]`)
+            .join(', ')}}`,
+      )
       .join(', ');
     await this.exec(
       `globalThis[${JSON.stringify(name)}] = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(globalThis.${slot})), {${importObject}}).exports;
@@ -215,12 +239,17 @@ export class JsRuntime {
   }
 
   #check(): void {
-    if (this.closed) throw new SandboxError('MOCRA_ERR_SANDBOX_CLOSED', 'the sandbox runtime is closed (or was disposed after going over its memory limit)');
+    if (this.closed)
+      throw new SandboxError(
+        'MOCRA_ERR_SANDBOX_CLOSED',
+        'the sandbox runtime is closed (or was disposed after going over its memory limit)',
+      );
   }
 
   /** A reference to the function at a dotted path of the global object. */
   async #resolve(name: string): Promise<Ivm.Reference> {
-    if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(name)) throw new InvalidArgumentError(`JsRuntime.call: '${name}' is not a name or dotted path`);
+    if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(name))
+      throw new InvalidArgumentError(`JsRuntime.call: '${name}' is not a name or dotted path`);
     const parts = name.split('.');
     let ref: Ivm.Reference = await this.#context.global.get(parts[0]!, { reference: true });
     for (const part of parts.slice(1)) {
@@ -246,18 +275,46 @@ export class JsRuntime {
     const message = e.message;
     if (this.#isolate.isDisposed || /disposed during execution due to memory limit/i.test(message)) {
       this.#closed = true;
-      return new SandboxError('MOCRA_ERR_SANDBOX_MEMORY', 'page code went over the sandbox memory limit; the isolate was disposed', e.stack, { cause: e });
+      return new SandboxError(
+        'MOCRA_ERR_SANDBOX_MEMORY',
+        'page code went over the sandbox memory limit; the isolate was disposed',
+        e.stack,
+        { cause: e },
+      );
     }
     if (/Script execution timed out/i.test(message)) {
-      return new SandboxError('MOCRA_ERR_SANDBOX_TIMEOUT', 'page code ran past its time limit and was stopped', undefined, { cause: e });
+      return new SandboxError(
+        'MOCRA_ERR_SANDBOX_TIMEOUT',
+        'page code ran past its time limit and was stopped',
+        undefined,
+        { cause: e },
+      );
     }
-    if (/Array buffer allocation failed|Out of memory|Invalid typed array length/i.test(message) && e.name === 'RangeError') {
-      return new SandboxError('MOCRA_ERR_SANDBOX_MEMORY', `page code asked for more memory than the sandbox allows: ${message}`, e.stack, { cause: e });
+    if (
+      /Array buffer allocation failed|Out of memory|Invalid typed array length/i.test(message) &&
+      e.name === 'RangeError'
+    ) {
+      return new SandboxError(
+        'MOCRA_ERR_SANDBOX_MEMORY',
+        `page code asked for more memory than the sandbox allows: ${message}`,
+        e.stack,
+        { cause: e },
+      );
     }
     if (/could not be cloned|non-transferable|not transferable/i.test(message)) {
-      return new SandboxError('MOCRA_ERR_SANDBOX_VALUE', `a value crossing the sandbox is not JSON-safe: ${message}`, undefined, { cause: e });
+      return new SandboxError(
+        'MOCRA_ERR_SANDBOX_VALUE',
+        `a value crossing the sandbox is not JSON-safe: ${message}`,
+        undefined,
+        { cause: e },
+      );
     }
-    return new SandboxError('MOCRA_ERR_SANDBOX_SCRIPT', `page code threw: ${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${message}`, e.stack, { cause: e });
+    return new SandboxError(
+      'MOCRA_ERR_SANDBOX_SCRIPT',
+      `page code threw: ${e.name && e.name !== 'Error' ? `${e.name}: ` : ''}${message}`,
+      e.stack,
+      { cause: e },
+    );
   }
 }
 
@@ -271,7 +328,8 @@ function checkName(name: string): void {
 export function jsonCopy(value: unknown, what: string, seen = new Set<object>()): JsonValue {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new SandboxError('MOCRA_ERR_SANDBOX_VALUE', `${what} is ${value}, which JSON cannot hold`);
+    if (!Number.isFinite(value))
+      throw new SandboxError('MOCRA_ERR_SANDBOX_VALUE', `${what} is ${value}, which JSON cannot hold`);
     return value;
   }
   if (typeof value === 'object') {
@@ -281,14 +339,21 @@ export function jsonCopy(value: unknown, what: string, seen = new Set<object>())
       if (Array.isArray(value)) return value.map((v, i) => jsonCopy(v, `${what}[${i}]`, seen));
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) {
-        throw new SandboxError('MOCRA_ERR_SANDBOX_VALUE', `${what} is a ${proto?.constructor?.name ?? 'class instance'}, not a plain object`);
+        throw new SandboxError(
+          'MOCRA_ERR_SANDBOX_VALUE',
+          `${what} is a ${proto?.constructor?.name ?? 'class instance'}, not a plain object`,
+        );
       }
       const out: Record<string, JsonValue> = {};
-      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = jsonCopy(v, `${what}.${k}`, seen);
+      for (const [k, v] of Object.entries(value))
+        if (v !== undefined) out[k] = jsonCopy(v, `${what}.${k}`, seen);
       return out;
     } finally {
       seen.delete(value);
     }
   }
-  throw new SandboxError('MOCRA_ERR_SANDBOX_VALUE', `${what} is a ${typeof value}, which cannot cross the sandbox`);
+  throw new SandboxError(
+    'MOCRA_ERR_SANDBOX_VALUE',
+    `${what} is a ${typeof value}, which cannot cross the sandbox`,
+  );
 }

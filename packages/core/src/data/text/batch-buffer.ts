@@ -36,7 +36,8 @@ export class BatchBuffer<TItem> {
   #roomWaiters: (() => void)[] = [];
 
   constructor(options: BatchBufferOptions<TItem>) {
-    if (typeof options?.flush !== 'function') throw new InvalidArgumentError('BatchBuffer: `flush` must be a function');
+    if (typeof options?.flush !== 'function')
+      throw new InvalidArgumentError('BatchBuffer: `flush` must be a function');
     this.#flush = options.flush;
     this.#maxItems = positiveInt(options.maxItems ?? 1000, 'maxItems', 1);
     this.#maxWaitMs = positiveInt(options.maxWaitMs ?? 1000, 'maxWaitMs', 0);

@@ -7,7 +7,9 @@ test('toCase', () => {
   expect(toCase('product_name', 'kebab')).toBe('product-name');
   expect(toCase('productName', 'constant')).toBe('PRODUCT_NAME');
   expect(toCase('product-name', 'pascal')).toBe('ProductName');
-  expect(() => toCase('x', 'shouty' as never)).toThrow(expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }));
+  expect(() => toCase('x', 'shouty' as never)).toThrow(
+    expect.objectContaining({ code: 'MOCRA_ERR_INVALID_ARGUMENT' }),
+  );
 });
 
 test('keysToCase renames own keys only', () => {

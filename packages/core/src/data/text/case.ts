@@ -39,12 +39,18 @@ export const CASE_STYLES = Object.keys(CASES) as CaseStyle[];
 /** `text` in the case `style`. */
 export function toCase(text: string, style: CaseStyle): string {
   const convert = CASES[style];
-  if (!convert) throw new InvalidArgumentError(`toCase: unknown case style '${String(style)}' (${CASE_STYLES.join(', ')})`);
+  if (!convert)
+    throw new InvalidArgumentError(
+      `toCase: unknown case style '${String(style)}' (${CASE_STYLES.join(', ')})`,
+    );
   return convert(text);
 }
 
 /** A copy of `record` with its own keys (not nested ones) in `style`; later keys win a clash. */
-export function keysToCase<TValue>(record: Readonly<Record<string, TValue>>, style: CaseStyle): Record<string, TValue> {
+export function keysToCase<TValue>(
+  record: Readonly<Record<string, TValue>>,
+  style: CaseStyle,
+): Record<string, TValue> {
   const out: Record<string, TValue> = {};
   for (const [key, value] of Object.entries(record)) out[toCase(key, style)] = value;
   return out;

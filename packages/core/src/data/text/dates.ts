@@ -78,9 +78,16 @@ export function parseDate(text: unknown, options: ParseDateOptions = {}): Date |
 function parseWith(text: string, instant: Date, timezone: number, options: ParseDateOptions): Date | null {
   const parsers = parsersFor(text, options.locale);
   for (const parser of parsers) {
-    const result = parser.parse(text, { instant, timezone }, { forwardDate: options.forwardDate ?? false })[0];
+    const result = parser.parse(
+      text,
+      { instant, timezone },
+      { forwardDate: options.forwardDate ?? false },
+    )[0];
     if (!result) continue;
-    const start = result.start;
+    // The parsed components are chrono's ParsingComponents, which has imply(); the public type omits it.
+    const start = result.start as Chrono.ParsedComponents & {
+      imply(component: Chrono.Component, value: number): unknown;
+    };
     if (!start.isCertain('hour')) {
       start.imply('hour', 0);
       start.imply('minute', 0);
@@ -96,7 +103,9 @@ function parsersFor(text: string, locale: DateLocale | undefined): Chrono.Chrono
   const c = chrono();
   switch (locale) {
     case undefined:
-      return /[\u3040-\u30ff\u3400-\u9fff]/.test(text) ? [c.zh.hans.casual, c.zh.hant.casual, c.ja.casual] : [c.casual];
+      return /[\u3040-\u30ff\u3400-\u9fff]/.test(text)
+        ? [c.zh.hans.casual, c.zh.hant.casual, c.ja.casual]
+        : [c.casual];
     case 'en':
       return [c.casual];
     case 'en-GB':
@@ -167,7 +176,9 @@ function abbreviationOffset(zone: string, at: Date): number {
   const inUtc = c.parseDate(probe, { instant: at, timezone: 0 });
   const offset = inZone && inUtc ? Math.round((inUtc.getTime() - inZone.getTime()) / 60_000) : 0;
   if (offset === 0 && !/^(UTC|GMT|Z|UT|WET|GMT0)$/i.test(zone)) {
-    throw new InvalidArgumentError(`parseDate: unknown time zone '${zone}' (use an IANA name like 'Asia/Tokyo')`);
+    throw new InvalidArgumentError(
+      `parseDate: unknown time zone '${zone}' (use an IANA name like 'Asia/Tokyo')`,
+    );
   }
   return offset;
 }

@@ -85,7 +85,7 @@ describe('toNumeric', () => {
         const back = toNumeric(text);
         // compact notation keeps four fraction digits of the unit: the read-back is that value
         const unit = n >= 1e8 ? 1e8 : 1e4;
-        expect(back).toBeCloseTo(Math.round((n / unit) * 1e4) / 1e4 * unit, 0);
+        expect(back).toBeCloseTo((Math.round((n / unit) * 1e4) / 1e4) * unit, 0);
       }),
     );
   });

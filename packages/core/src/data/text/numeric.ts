@@ -25,8 +25,31 @@ export interface ToNumericOptions {
 }
 
 const CJK_DIGITS: Record<string, number> = {
-  零: 0, 〇: 0, 一: 1, 壹: 1, 二: 2, 贰: 2, 貳: 2, 两: 2, 兩: 2, 三: 3, 叁: 3, 參: 3, 四: 4, 肆: 4,
-  五: 5, 伍: 5, 六: 6, 陆: 6, 陸: 6, 七: 7, 柒: 7, 八: 8, 捌: 8, 九: 9, 玖: 9,
+  零: 0,
+  〇: 0,
+  一: 1,
+  壹: 1,
+  二: 2,
+  贰: 2,
+  貳: 2,
+  两: 2,
+  兩: 2,
+  三: 3,
+  叁: 3,
+  參: 3,
+  四: 4,
+  肆: 4,
+  五: 5,
+  伍: 5,
+  六: 6,
+  陆: 6,
+  陸: 6,
+  七: 7,
+  柒: 7,
+  八: 8,
+  捌: 8,
+  九: 9,
+  玖: 9,
 };
 const CJK_SMALL_UNITS: Record<string, number> = { 十: 10, 拾: 10, 百: 100, 佰: 100, 千: 1000, 仟: 1000 };
 const CJK_BIG_UNITS: Record<string, number> = { 万: 1e4, 萬: 1e4, 亿: 1e8, 億: 1e8, 兆: 1e12 };
@@ -35,7 +58,8 @@ const CJK_CHARS = new RegExp(`[${CJK_CLASS}]`);
 const CJK_RUN = new RegExp(`[\\d.${CJK_CLASS}点點]*[\\d${CJK_CLASS}][\\d.${CJK_CLASS}点點]*`, 'gu');
 
 // Currency symbols, and words that sit beside prices on Chinese and Japanese pages.
-const CURRENCY = /[$€£¥￥₹₩₽₺₫₴₦₱฿₪₡₲₵₸₭₮﷼¢]|US\$|HK\$|NT\$|A\$|C\$|R\$|S\$|人民币|元|圆|円|块|塊|美元|欧元|日元|港元|港币|韩元/g;
+const CURRENCY =
+  /[$€£¥￥₹₩₽₺₫₴₦₱฿₪₡₲₵₸₭₮﷼¢]|US\$|HK\$|NT\$|A\$|C\$|R\$|S\$|人民币|元|圆|円|块|塊|美元|欧元|日元|港元|港币|韩元/g;
 const ISO_CODE = /(^|[^A-Za-z])[A-Z]{3}(?=$|[^A-Za-z])/g;
 const SUFFIXES: Record<string, number> = { k: 1e3, m: 1e6, mm: 1e6, mn: 1e6, b: 1e9, bn: 1e9, t: 1e12 };
 
@@ -164,7 +188,7 @@ function parseCjk(text: string, options: ToNumericOptions): number | null {
       const d = CJK_DIGITS[t]!;
       seen = true;
       // Consecutive digits without units read digit by digit (二〇二四 = 2024).
-      const continues = current !== null && !lastUnitJustSet(tokens, i);
+      const continues: boolean = current !== null && !lastUnitJustSet(tokens, i);
       if (d === 0) {
         // 一百零五: a zero after a unit says the next digit is a plain unit digit.
         if (continues) current = (current ?? 0) * 10;
