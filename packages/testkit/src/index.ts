@@ -27,6 +27,11 @@ export {
 } from './errors.js';
 export {
   expectedSignature,
+  PRICE_TABLE_HEADER,
+  PRICE_TABLE_PATH,
+  PRICE_TABLE_PER_PAGE,
+  type PriceTableRow,
+  priceTableRows,
   SIGNATURE_HEADER,
   SIGNATURE_WINDOW_S,
   SIGNED_API_PATH,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type FixtureSite, startFixtureSite } from '../site/start.js';
-import { signedItems, spreadsheetRows } from './index.js';
+import { priceTableRows, signedItems, spreadsheetRows } from './index.js';
 import { expectedSignature, SIGNED_API_PATH, SIGNER_JS, SIGNER_WASM } from './signing.js';
 
 let site: FixtureSite;
@@ -76,4 +76,13 @@ test('the spreadsheet download is a zip with the workbook parts', async () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   expect(spreadsheetRows()).toHaveLength(50);
+});
+
+test('the price table: 100 rows a page, a next link, 404 past the end', async () => {
+  const page = await (await fetch(`${site.url}/data/prices?page=2`)).text();
+  expect(page.match(/<tr><td>/g)).toHaveLength(100);
+  expect(page).toContain('href="/data/prices?page=3"');
+  expect((await fetch(`${site.url}/data/prices?page=11`)).status).toBe(404);
+  expect(priceTableRows()).toHaveLength(1000);
+  expect(priceTableRows()[0]).toMatchObject({ ID: '1', Rating: expect.stringMatching(/^[1-5]\/5$/) });
 });

@@ -2,9 +2,16 @@
 
 import type { FixtureSiteOptions } from '../site/options.js';
 import { resolveFixtureOptions } from '../site/options.js';
+import { type PriceTableRow, priceTablePages, priceTableRowsOf } from './price-table.js';
 import { SIGNED_PAGES, type SignedItem, signedItemsPage } from './signing.js';
 import { type SpreadsheetRow, spreadsheetRowsOf } from './spreadsheet.js';
 
+export {
+  PRICE_TABLE_HEADER,
+  PRICE_TABLE_PATH,
+  PRICE_TABLE_PER_PAGE,
+  type PriceTableRow,
+} from './price-table.js';
 export {
   expectedSignature,
   SIGNATURE_HEADER,
@@ -30,4 +37,10 @@ export function signedItems(options: FixtureSiteOptions = {}): SignedItem[] {
 /** The rows of the "Books" sheet of `/data/books.xlsx`, typed as a reader should give them. */
 export function spreadsheetRows(options: FixtureSiteOptions = {}): SpreadsheetRow[] {
   return spreadsheetRowsOf(resolveFixtureOptions(options));
+}
+
+/** Every row of the price table (`/data/prices?page=1…`), as the cells' text, in page order. */
+export function priceTableRows(options: FixtureSiteOptions = {}): PriceTableRow[] {
+  const cfg = resolveFixtureOptions(options);
+  return Array.from({ length: priceTablePages(cfg) }, (_, i) => priceTableRowsOf(cfg, i + 1)).flat();
 }

@@ -1,6 +1,8 @@
-/** Routes of the data sources: the spreadsheet download and the signed API (see signing.ts). */
+/** Routes of the data sources: a price table, a spreadsheet download and an API signed by the site's JS (see signing.ts). */
 import { HTML_TYPE, JSON_TYPE } from '../content/html.js';
 import type { RouteRegistrar } from '../site/context.js';
+import { notFound } from '../site/http.js';
+import { PRICE_TABLE_PATH, priceTablePages, renderPriceTable } from './price-table.js';
 import {
   expectedSignature,
   renderSignedPage,
@@ -25,6 +27,11 @@ export const registerDataSourceRoutes: RouteRegistrar = (app, ctx) => {
       .type(XLSX_TYPE)
       .header('content-disposition', 'attachment; filename="books.xlsx"')
       .send(xlsx);
+  });
+  app.get<{ Querystring: { page?: string } }>(PRICE_TABLE_PATH, (req, reply) => {
+    const page = req.query.page === undefined ? 1 : Number(req.query.page);
+    if (!Number.isInteger(page) || page < 1 || page > priceTablePages(ctx.cfg)) return notFound(reply);
+    return reply.type(HTML_TYPE).send(renderPriceTable(ctx.cfg, page));
   });
   app.get(SIGNED_PAGE_PATH, (_req, reply) => reply.type(HTML_TYPE).send(renderSignedPage()));
   app.get(SIGNER_JS_PATH, (_req, reply) => reply.type('text/javascript; charset=utf-8').send(SIGNER_JS));
