@@ -151,3 +151,26 @@ describe('DataFrameStore', () => {
     expect(loadPolars().DataFrame).toBeTypeOf('function');
   });
 });
+
+describe('journal', () => {
+  test('a store killed mid-batch loses nothing it wrote: append replays the journal', () => {
+    const file = path.join(dir, 'journal.parquet');
+    const killed = new DataFrameStore({ path: file, batchSize: 4, journal: true });
+    for (let i = 0; i < 10; i++) killed.write({ id: i, at: new Date(Date.UTC(2024, 0, 1 + i)) });
+    // Two batches are in parts, two items only in the journal; a half-written line follows.
+    fs.appendFileSync(path.join(`${file}.parts`, 'journal.ndjson'), '{"i":10,"r":{"id"');
+    const resumed = new DataFrameStore({ path: file, batchSize: 4, journal: true, append: true });
+    expect(resumed.adoptedRows).toBe(10);
+    expect(resumed.adoptedColumn('id')).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Killed again before the replayed items reached a part: still nothing lost.
+    resumed.write({ id: 10, at: new Date(Date.UTC(2024, 0, 11)) });
+    const again = new DataFrameStore({ path: file, batchSize: 4, journal: true, append: true });
+    expect(again.adoptedRows).toBe(11);
+    for (let i = 11; i < 14; i++) again.write({ id: i, at: new Date(Date.UTC(2024, 0, 1 + i)) });
+    again.close();
+    const rows = readDataFrame(file).toRecords();
+    expect(rows).toEqual(
+      Array.from({ length: 14 }, (_, i) => ({ id: i, at: new Date(Date.UTC(2024, 0, 1 + i)) })),
+    );
+  });
+});

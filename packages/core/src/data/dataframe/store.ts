@@ -54,6 +54,31 @@ export interface DataFrameStoreOptions {
    * @default false
    */
   append?: boolean;
+  /**
+   * Parquet / IPC: also append each item to a journal (`<file>.parts/journal.ndjson`, one
+   * synchronous write per item, emptied when its batch is written) so that a process killed
+   * mid-batch loses nothing it wrote; `append` replays the journal. The CLI turns this on.
+   * @default false
+   */
+  journal?: boolean;
+}
+
+const JOURNAL = 'journal.ndjson';
+
+/** Journal lines keep Dates as Dates: `{"$date": "…"}` on the way out, a Date on the way back. */
+function journalLine(index: number, record: Record<string, unknown>): string {
+  return `${JSON.stringify({ i: index, r: record }, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    return raw instanceof Date ? { $date: raw.toISOString() } : value;
+  })}\n`;
+}
+
+function reviveJournal(_key: string, value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const v = value as Record<string, unknown>;
+    if (typeof v.$date === 'string' && Object.keys(v).length === 1) return new Date(v.$date);
+  }
+  return value;
 }
 
 const EXTENSIONS: Record<string, DataFrameFormat> = {
@@ -87,6 +112,11 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
   #adoptedRows = 0;
   #parts = 0;
   #closed = false;
+  #journal: number | undefined;
+  /** Position of the next item in the whole file, across runs (journal lines carry it). */
+  #nextIndex = 0;
+  /** Items replayed from a killed run's journal (still in the first batch). */
+  #replayed: Record<string, unknown>[] = [];
 
   constructor(options: DataFrameStoreOptions) {
     if (typeof options?.path !== 'string' || options.path === '') {
@@ -115,7 +145,7 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     if (this.format === 'csv' || this.format === 'ndjson') {
       if (!options.append) fs.rmSync(this.path, { force: true });
     } else {
-      this.#openParts(options.append === true);
+      this.#openParts(options.append === true, options.journal === true);
     }
   }
 
@@ -129,18 +159,25 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     return this.#rows;
   }
 
-  /** Rows an earlier run had written that this store adopted (`append`). */
+  /** Rows an earlier run had written that this store adopted (`append`), journal included. */
   get adoptedRows(): number {
-    return this.#adoptedRows;
+    return this.#adoptedRows + this.#replayed.length;
   }
 
   /** Check `item` against the schema and buffer it; a full batch is written before returning. */
   write(item: TItem): void {
+    this.#push(item, true);
+  }
+
+  #push(item: TItem, journal: boolean): void {
     if (this.#closed) throw new DataFrameWriteError(this.path, 'write() after close()');
     const row = this.#rows;
     const record = asRecord(item, row);
     if (this.#columns) this.#checkKeys(record, row);
     this.#pending.push(this.#columns ? this.#columns.map((c) => checkValue(c, record[c.name], row)) : record);
+    if (journal && this.#journal !== undefined)
+      fs.writeSync(this.#journal, journalLine(this.#nextIndex, record));
+    this.#nextIndex++;
     this.#rows++;
     if (this.#pending.length >= this.#batchSize) this.flush();
   }
@@ -169,6 +206,8 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     if (this.#closed) return;
     this.flush();
     this.#closed = true;
+    if (this.#journal !== undefined) fs.closeSync(this.#journal);
+    this.#journal = undefined;
     if (this.format === 'csv' || this.format === 'ndjson') {
       if (!fs.existsSync(this.path)) fs.writeFileSync(this.path, '');
       return;
@@ -209,12 +248,13 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
    * them); read from the part files, column by column.
    */
   adoptedColumn(name: string): unknown[] {
-    if (this.format === 'csv' || this.format === 'ndjson' || this.#adoptedRows === 0) return [];
+    if (this.format === 'csv' || this.format === 'ndjson' || this.adoptedRows === 0) return [];
     const out: unknown[] = [];
     for (const part of this.#partFiles()) {
       const frame = readDataFrame(path.join(this.#partsDir, part), this.#pl);
       if (frame.columns.includes(name)) out.push(...frame.getColumn(name).toArray());
     }
+    for (const record of this.#replayed) out.push(record[name] ?? null);
     return out;
   }
 
@@ -238,10 +278,12 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     }
   }
 
-  #openParts(append: boolean): void {
+  #openParts(append: boolean, journal: boolean): void {
     if (!append) {
       fs.rmSync(this.#partsDir, { recursive: true, force: true });
       fs.mkdirSync(this.#partsDir, { recursive: true });
+      // O_APPEND: every write lands at the end, also after the journal is truncated.
+      if (journal) this.#journal = fs.openSync(path.join(this.#partsDir, JOURNAL), 'a');
       return;
     }
     fs.mkdirSync(this.#partsDir, { recursive: true });
@@ -256,6 +298,32 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
       if (!this.#columns && frame.width > 0) this.#setColumns(columnsOfFrame(frame));
     }
     this.#parts = parts.length;
+    // Items of a batch that a killed run never wrote: the journal lines past the rows in parts
+    // (a line at or below that count was written to a part just before the kill).
+    const journalFile = path.join(this.#partsDir, JOURNAL);
+    const text = fs.existsSync(journalFile) ? fs.readFileSync(journalFile, 'utf8') : '';
+    const lines = text.split('\n');
+    const replay: Record<string, unknown>[] = [];
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      try {
+        const entry = JSON.parse(line, reviveJournal) as { i: number; r: Record<string, unknown> };
+        if (entry.i >= this.#adoptedRows) replay.push(entry.r);
+      } catch {
+        // the last line, cut short by the kill: its item was never acknowledged
+      }
+    }
+    this.#nextIndex = this.#adoptedRows;
+    // The old lines stay until their batch is written (a kill now loses nothing either).
+    if (journal || text !== '') {
+      this.#journal = fs.openSync(journalFile, 'a');
+      // A line cut short by the kill must not swallow the next one.
+      if (text !== '' && !text.endsWith('\n')) fs.writeSync(this.#journal, '\n');
+    }
+    for (const record of replay) this.#push(record as TItem, false);
+    // Replayed items count as adopted, not as written by this run.
+    this.#rows -= replay.length;
+    this.#replayed = replay;
   }
 
   #partName(n: number): string {
@@ -280,6 +348,8 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
       } else {
         // Part names sort in write order; an adopted output file sorts first ("part-0-…").
         this.#writeTo(frame, path.join(this.#partsDir, this.#partName(++this.#parts)));
+        // The batch is in its part now; its journal lines are no longer needed.
+        if (this.#journal !== undefined) fs.ftruncateSync(this.#journal, 0);
       }
     } catch (err) {
       throw new DataFrameWriteError(
