@@ -10,7 +10,7 @@
 export const CORE_ERROR_CODES = {
   MOCRA_ERR_INTERNAL: 'An invariant inside mocra broke; please report it.',
   MOCRA_ERR_MISSING_DEPENDENCY:
-    'An optional peer dependency (ioredis, kafkajs, nats, pg, playwright-core…) is not installed.',
+    'An optional peer dependency (ioredis, kafkajs, nats, pg, playwright-core, nodejs-polars, exceljs, isolated-vm…) is not installed.',
   MOCRA_ERR_INVALID_ARGUMENT: 'A function was called with an argument it cannot use.',
   MOCRA_ERR_NON_RETRYABLE: 'User code declared the failure permanent; the work is not retried.',
   MOCRA_ERR_RETRY_LATER: 'User code asked for the work to be retried after a delay.',
