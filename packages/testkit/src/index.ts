@@ -18,14 +18,6 @@ export {
   STANDARDS_ROBOTS,
 } from './crawl-rules/standards.js';
 export {
-  FixtureListenError,
-  FixtureOptionError,
-  TESTKIT_ERROR_CODES,
-  TestkitError,
-  type TestkitErrorCode,
-  UnknownHostError,
-} from './errors.js';
-export {
   expectedSignature,
   PRICE_TABLE_HEADER,
   PRICE_TABLE_PATH,
@@ -49,6 +41,14 @@ export {
   signedItems,
   spreadsheetRows,
 } from './data-sources/index.js';
+export {
+  FixtureListenError,
+  FixtureOptionError,
+  TESTKIT_ERROR_CODES,
+  TestkitError,
+  type TestkitErrorCode,
+  UnknownHostError,
+} from './errors.js';
 export { expectedCounts, type FixtureExpectations } from './expected.js';
 export { paddedPage } from './failures/bodies.js';
 export {
