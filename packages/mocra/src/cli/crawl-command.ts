@@ -8,7 +8,7 @@ import { CliUsageError } from '../errors.js';
 import { type Ctx, defineSpider } from '../spider.js';
 import { type CliIo, execute, type Output } from './execute.js';
 import { OutputFile } from './output-file.js';
-import { CSV_HEADER, formatOf, type PageRecord, RECORD_FIELDS } from './records.js';
+import { CSV_HEADER, formatOf, type PageRecord, RECORD_FIELDS, RECORD_SCHEMA } from './records.js';
 import { type CrawlFlags, configureBuilder } from './runtime-options.js';
 
 /** A host name label: letters, digits, `-` inside, `_` (seen in private networks); up to 63. */
@@ -121,6 +121,7 @@ export async function crawlCommand(
     }
     const opened = new OutputFile(file, {
       csv: { fields: RECORD_FIELDS, header: CSV_HEADER },
+      schema: RECORD_SCHEMA,
       ...(flags.persist === undefined ? {} : { persist: flags.persist }),
     });
     writer = opened;

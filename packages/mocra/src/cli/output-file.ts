@@ -26,10 +26,17 @@
  * with MOCRA_ERR_OUTPUT_RESUME rather than write a file with holes. On standard output nothing
  * can be cut back: the ledger still keeps keys from being written twice by later runs, but a
  * line written just before a kill can appear again after the resume.
+ *
+ * `.parquet` and `.arrow` files are written by a DataFrameStore (nodejs-polars, an optional
+ * package) a batch at a time; until its batch is written, each item is also a line of the
+ * store's journal (`<file>.parts/journal.ndjson`), written before the ledger entry. A ledger
+ * entry's `end` is then a row count: the resume adopts that many rows (parts, then journal
+ * lines) and drops the rest, the columnar version of cutting the file back.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type DataFrameSchema, DataFrameStore } from '@mocra/core/dataframe';
 import { CliUsageError, OutputResumeError } from '../errors.js';
 import { csvField, formatOf, type RecordFormat } from './records.js';
 
@@ -41,6 +48,8 @@ export interface OutputFileOptions {
   csv?: CsvColumns;
   /** The persist directory: keep a ledger there and resume from it (see the module comment). */
   persist?: string;
+  /** Parquet / Arrow column types. @default inferred from the first batch */
+  schema?: DataFrameSchema;
 }
 
 interface LedgerEntry {
@@ -54,6 +63,7 @@ export class OutputFile {
   readonly file: string;
   readonly format: RecordFormat;
   readonly #fd: number;
+  readonly #frame: DataFrameStore<unknown> | undefined;
   readonly #ledger: number | undefined;
   readonly #keys = new Set<string>();
   readonly #fixedColumns: { fields: readonly string[]; header: readonly string[] } | undefined;
@@ -81,7 +91,19 @@ export class OutputFile {
       if (entry.key !== undefined) this.#keys.add(entry.key);
     }
     this.#resumed = this.#keys.size;
-    if (stdout) {
+    if (this.format === 'parquet' || this.format === 'ipc') {
+      this.#fd = -1;
+      this.#frame = new DataFrameStore<unknown>({
+        path: abs,
+        format: this.format,
+        ...(options.schema ? { schema: options.schema } : {}),
+        journal: true,
+        append: resuming,
+        ...(resuming ? { trustedRows: trusted } : {}),
+      });
+      if (resuming && this.#frame.adoptedRows < trusted)
+        throw new OutputResumeError(file, 'shorter', trusted);
+    } else if (stdout) {
       this.#fd = 1;
     } else {
       if (resuming) {
@@ -122,7 +144,13 @@ export class OutputFile {
   write(key: string, value: unknown): boolean {
     if (this.#closed || this.#keys.has(key)) return false;
     this.#keys.add(key);
-    if (this.format === 'jsonl') {
+    if (this.#frame) {
+      this.#frame.write(value);
+      if (this.#ledger !== undefined) {
+        const end = this.#frame.adoptedRows + this.#frame.rows;
+        fs.writeSync(this.#ledger, `${JSON.stringify({ end, key })}\n`);
+      }
+    } else if (this.format === 'jsonl') {
       this.#append(`${JSON.stringify(value)}\n`, { key });
     } else {
       const record =
@@ -144,7 +172,8 @@ export class OutputFile {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#fd !== 1) fs.closeSync(this.#fd);
+    this.#frame?.close();
+    if (this.#fd >= 0 && this.#fd !== 1) fs.closeSync(this.#fd);
     if (this.#ledger !== undefined) fs.closeSync(this.#ledger);
   }
 

@@ -1,8 +1,9 @@
 /**
  * The page records `mocra crawl` writes: one per fetched page (and one per URL given up on),
- * as JSON Lines or CSV, chosen by the file's extension (written by output-file.ts).
+ * as JSON Lines, CSV, Parquet or Arrow, chosen by the file's extension (written by output-file.ts).
  */
 import path from 'node:path';
+import type { DataFrameSchema } from '@mocra/core/dataframe';
 import { CliUsageError } from '../errors.js';
 
 export interface PageRecord {
@@ -52,15 +53,33 @@ export const CSV_HEADER = [
   'error',
 ];
 
-export type RecordFormat = 'jsonl' | 'csv';
+export type RecordFormat = 'jsonl' | 'csv' | 'parquet' | 'ipc';
 
 export function formatOf(file: string): RecordFormat {
   if (file === '-') return 'jsonl';
   const ext = path.extname(file).toLowerCase();
   if (ext === '.jsonl' || ext === '.ndjson' || ext === '.json') return 'jsonl';
   if (ext === '.csv') return 'csv';
-  throw new CliUsageError(`--out ${file}: the file must end in .jsonl or .csv (or be - for standard output)`);
+  if (ext === '.parquet') return 'parquet';
+  if (ext === '.arrow' || ext === '.ipc') return 'ipc';
+  throw new CliUsageError(
+    `--out ${file}: the file must end in .jsonl, .csv, .parquet or .arrow (or be - for standard output)`,
+  );
 }
+
+/** Column types of a page record in a Parquet or Arrow file. */
+export const RECORD_SCHEMA: DataFrameSchema = {
+  url: { type: 'string', nullable: false },
+  finalUrl: 'string',
+  status: 'int32',
+  contentType: 'string',
+  bytes: 'int64',
+  depth: 'int32',
+  title: 'string',
+  links: 'int32',
+  fetchMs: 'int64',
+  error: 'string',
+};
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
 export function csvField(value: unknown): string {

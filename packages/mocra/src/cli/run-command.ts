@@ -1,6 +1,6 @@
 /**
  * `mocra run <file>`: load a spider or a module (spider-file.ts) and run it with the CLI's
- * runtime flags. Items go to `--out` (.jsonl or .csv) or, by default, to standard output as
+ * runtime flags. Items go to `--out` (.jsonl, .csv, .parquet or .arrow) or, by default, to standard output as
  * JSON Lines; with `--persist`, a resumed run writes each item exactly once (output-file.ts).
  */
 import { Mocra } from '../builder.js';

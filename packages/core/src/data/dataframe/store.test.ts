@@ -116,17 +116,37 @@ describe('DataFrameStore', () => {
     const first = new DataFrameStore({ path: file, batchSize: 3 });
     for (let i = 0; i < 4; i++) first.write({ url: `u${i}` });
     first.close();
-    // A second run is "killed": two batches flushed as parts, no close.
+    // A second run is "killed" without a journal: its first batch reached a part (written when
+    // the fourth item arrived), the three items after it were only in memory.
     const killed = new DataFrameStore({ path: file, batchSize: 3, append: true });
     for (let i = 4; i < 10; i++) killed.write({ url: `u${i}` });
     expect(fs.existsSync(file)).toBe(false);
     const third = new DataFrameStore({ path: file, batchSize: 3, append: true });
-    expect(third.adoptedRows).toBe(10);
-    expect(third.adoptedColumn('url')).toEqual(Array.from({ length: 10 }, (_, i) => `u${i}`));
+    expect(third.adoptedRows).toBe(7);
+    expect(third.adoptedColumn('url')).toEqual(Array.from({ length: 7 }, (_, i) => `u${i}`));
     third.write({ url: 'u10' });
     third.close();
-    expect(readDataFrame(file).getColumn('url').toArray()).toEqual(
-      Array.from({ length: 11 }, (_, i) => `u${i}`),
+    expect(readDataFrame(file).getColumn('url').toArray()).toEqual([
+      ...Array.from({ length: 7 }, (_, i) => `u${i}`),
+      'u10',
+    ]);
+  });
+
+  test("trustedRows: journal lines past the caller's ledger are dropped", () => {
+    const file = path.join(dir, 'trusted.parquet');
+    const killed = new DataFrameStore({ path: file, batchSize: 3, journal: true });
+    for (let i = 0; i < 5; i++) killed.write({ n: i });
+    const resumed = new DataFrameStore({
+      path: file,
+      batchSize: 3,
+      journal: true,
+      append: true,
+      trustedRows: 4,
+    });
+    expect(resumed.adoptedColumn('n')).toEqual([0, 1, 2, 3]);
+    resumed.close();
+    expect(() => new DataFrameStore({ path: file, append: true, trustedRows: 2 })).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_DATAFRAME_WRITE' }),
     );
   });
 

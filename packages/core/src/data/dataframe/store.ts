@@ -61,6 +61,12 @@ export interface DataFrameStoreOptions {
    * @default false
    */
   journal?: boolean;
+  /**
+   * With `append`: adopt only the first this-many rows (the caller's own ledger says which were
+   * acknowledged); journal lines past it are dropped. Parts holding more rows is an error.
+   * @default every row found
+   */
+  trustedRows?: number;
 }
 
 const JOURNAL = 'journal.ndjson';
@@ -145,7 +151,7 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     if (this.format === 'csv' || this.format === 'ndjson') {
       if (!options.append) fs.rmSync(this.path, { force: true });
     } else {
-      this.#openParts(options.append === true, options.journal === true);
+      this.#openParts(options.append === true, options.journal === true, options.trustedRows);
     }
   }
 
@@ -171,6 +177,10 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
 
   #push(item: TItem, journal: boolean): void {
     if (this.#closed) throw new DataFrameWriteError(this.path, 'write() after close()');
+    // A full batch is written when the next item arrives, not right after the last one: a
+    // caller that notes each write in a ledger of its own (the CLI) has noted every row of a
+    // part before the part exists.
+    if (this.#pending.length >= this.#batchSize) this.flush();
     const row = this.#rows;
     const record = asRecord(item, row);
     if (this.#columns) this.#checkKeys(record, row);
@@ -179,7 +189,6 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
       fs.writeSync(this.#journal, journalLine(this.#nextIndex, record));
     this.#nextIndex++;
     this.#rows++;
-    if (this.#pending.length >= this.#batchSize) this.flush();
   }
 
   /** Write the buffered rows now (a smaller batch). */
@@ -278,7 +287,7 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
     }
   }
 
-  #openParts(append: boolean, journal: boolean): void {
+  #openParts(append: boolean, journal: boolean, trusted: number | undefined): void {
     if (!append) {
       fs.rmSync(this.#partsDir, { recursive: true, force: true });
       fs.mkdirSync(this.#partsDir, { recursive: true });
@@ -308,10 +317,17 @@ export class DataFrameStore<TItem = Record<string, unknown>> implements DataSink
       if (line.trim() === '') continue;
       try {
         const entry = JSON.parse(line, reviveJournal) as { i: number; r: Record<string, unknown> };
-        if (entry.i >= this.#adoptedRows) replay.push(entry.r);
+        if (entry.i >= this.#adoptedRows && (trusted === undefined || entry.i < trusted))
+          replay.push(entry.r);
       } catch {
         // the last line, cut short by the kill: its item was never acknowledged
       }
+    }
+    if (trusted !== undefined && this.#adoptedRows > trusted) {
+      throw new DataFrameWriteError(
+        this.path,
+        `its parts hold ${this.#adoptedRows} rows, more than the ${trusted} acknowledged`,
+      );
     }
     this.#nextIndex = this.#adoptedRows;
     // The old lines stay until their batch is written (a kill now loses nothing either).
