@@ -12,9 +12,17 @@
  *   (b) large pages: /graph/5000/10/51200 from page 0 — 5,000 pages of 50 KB
  *   (memory) /graph/1000000/1000/0 from page 0, stopped after 1,001 pages: by then ~1,000,000
  *       URLs are discovered and queued; peak RSS with that frontier (mocra, Crawlee)
+ *   (fast-a) 20,000 pages of ~740 bytes on nginx (fast-server/nginx-site.ts), fan-out 10
+ *   (fast-b) 2,000 pages of 50 KB on nginx
+ *       The Node fixture site spends more CPU per page than a crawler, which hides the crawler's
+ *       own per-page cost; a static nginx does not. Skipped, with the reason printed, when nginx
+ *       is missing and cannot be installed.
  *
  * Every tool runs in its own child process (crawl-tools.ts) with the same concurrency; each
  * reports pages, wall time and CPU time of the crawl itself and its peak RSS (ru_maxrss).
+ * `mocra-bin` is the real `mocra crawl` command as a user runs it (built bin, records written to a
+ * JSON Lines file, --no-robots, per-host concurrency = concurrency), timed by /usr/bin/time: its
+ * wall and CPU time include the process's start-up, which the in-process tools leave out.
  * crawl-tools.ts is transpiled to plain JavaScript (bench/.tools/) and run by plain `node`: a
  * TypeScript loader in the tool's process (tsx) would be part of its RSS — ~90 MB more for
  * mocra, ~60 MB for Crawlee, ~20 MB for the raw loop — and of no tool.
@@ -23,19 +31,22 @@
  * Rounds alternate the tools; the best round of each tool is reported (the machine is shared).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensureNginx, startNginxSite } from './fast-server/nginx-site.js';
 
 const { values } = parseArgs({
   options: {
     concurrency: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '1' },
-    only: { type: 'string', default: 'a,b,memory' },
-    tools: { type: 'string', default: 'raw,mocra,mocra-cli,crawlee' },
+    only: { type: 'string', default: 'a,b,memory,fast-a,fast-b' },
+    tools: { type: 'string', default: 'raw,mocra,mocra-cli,mocra-bin,crawlee' },
     small: { type: 'string', default: '50000' },
     large: { type: 'string', default: '5000' },
+    'fast-small': { type: 'string', default: '20000' },
+    'fast-large': { type: 'string', default: '2000' },
     'memory-pages': { type: 'string', default: '1000000' },
     'timeout-min': { type: 'string', default: '30' },
   },
@@ -121,46 +132,112 @@ const resetServer = async () => {
   await fetch(`${base}/__fixture/reset`, { method: 'POST' });
 };
 
+interface Site {
+  base: string;
+  requests(): Promise<number>;
+  reset(): Promise<void>;
+}
+const fixtureSite: Site = {
+  base,
+  requests: async () => (await serverStats()).requests,
+  reset: resetServer,
+};
+
 async function runTool(
   tool: string,
+  site: Site,
   start: string,
   stopAfter?: number,
   nodeFlags: string[] = [],
 ): Promise<Run> {
-  await resetServer();
+  await site.reset();
+  if (tool === 'mocra-bin') return runBin(site, start, stopAfter);
   const args = [...nodeFlags, toolsScript, tool, start, String(concurrency)];
   if (stopAfter !== undefined) args.push(String(stopAfter));
   const child = await runChild(process.execPath, args, timeoutMs);
   const line = child.stdout.trim().split('\n').pop() ?? '';
-  if (!line.startsWith('{')) {
-    const why = child.timedOut
-      ? `killed after ${values['timeout-min']} min`
-      : child.code === null
-        ? `crashed (${child.signal})`
-        : `exit ${child.code}`;
-    return {
-      tool,
-      pages: 0,
-      queued: 0,
-      wallMs: 0,
-      cpuMs: 0,
-      maxRssMB: 0,
-      error: `${why}: ${child.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300)}`,
-    };
-  }
+  if (!line.startsWith('{')) return failed(tool, child);
   const run = JSON.parse(line) as Run;
-  run.serverRequests = (await serverStats()).requests;
+  run.serverRequests = await site.requests();
   return run;
+}
+
+function failed(tool: string, child: Awaited<ReturnType<typeof runChild>>): Run {
+  const why = child.timedOut
+    ? `killed after ${values['timeout-min']} min`
+    : child.code === null
+      ? `crashed (${child.signal})`
+      : `exit ${child.code}`;
+  return {
+    tool,
+    pages: 0,
+    queued: 0,
+    wallMs: 0,
+    cpuMs: 0,
+    maxRssMB: 0,
+    error: `${why}: ${child.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300)}`,
+  };
+}
+
+/** The real `mocra crawl` process, as a user runs it, timed by /usr/bin/time. */
+async function runBin(site: Site, start: string, stopAfter?: number): Promise<Run> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mocra-bench-bin-'));
+  const out = path.join(dir, 'records.jsonl');
+  const timing = path.join(dir, 'time.txt');
+  const c = String(concurrency);
+  const args = [
+    '-f',
+    '%e %U %S %M',
+    '-o',
+    timing,
+    process.execPath,
+    path.join(root, 'packages/mocra/dist/cli.js'),
+  ];
+  args.push(
+    'crawl',
+    start,
+    '-c',
+    c,
+    '--per-host-concurrency',
+    c,
+    '--no-robots',
+    '--no-progress',
+    '--retries',
+    '0',
+  );
+  args.push('--out', out);
+  if (stopAfter !== undefined) args.push('--max-pages', String(stopAfter));
+  try {
+    const child = await runChild('/usr/bin/time', args, timeoutMs);
+    if (child.code !== 0) return failed('mocra-bin', child);
+    const [elapsed = 0, user = 0, sys = 0, maxKb = 0] = readFileSync(timing, 'utf8')
+      .trim()
+      .split('\n')
+      .pop()!
+      .split(' ')
+      .map(Number);
+    const pages = readFileSync(out, 'utf8').split('\n').filter(Boolean).length;
+    return {
+      tool: 'mocra-bin',
+      pages,
+      queued: 0,
+      wallMs: elapsed * 1000,
+      cpuMs: (user + sys) * 1000,
+      maxRssMB: Math.round(maxKb / 1024),
+      serverRequests: await site.requests(),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const results: Record<string, { expected?: number; runs: Run[] }> = {};
 
-async function throughput(name: string, pages: number, fanout: number, bytes: number): Promise<void> {
-  const start = `${base}/graph/${pages}/${fanout}/${bytes}/0`;
+async function throughput(name: string, site: Site, start: string, pages: number): Promise<void> {
   results[name] = { expected: pages, runs: [] };
   for (let round = 0; round < rounds; round++) {
     for (const tool of tools) {
-      const run = await runTool(tool, start);
+      const run = await runTool(tool, site, start);
       if (!run.error && (run.pages !== pages || run.serverRequests !== pages)) {
         run.error = `MISMATCH: ${run.pages} pages counted, ${run.serverRequests} served, expected ${pages}`;
       }
@@ -173,18 +250,45 @@ async function throughput(name: string, pages: number, fanout: number, bytes: nu
 async function memory(pages: number): Promise<void> {
   const start = `${base}/graph/${pages}/1000/0/0`;
   results.memory = { runs: [] };
-  for (const tool of tools.filter((t) => t !== 'raw')) {
-    const run = await runTool(tool, start, 1001);
+  for (const tool of tools.filter((t) => t !== 'raw' && t !== 'mocra-bin')) {
+    const run = await runTool(tool, fixtureSite, start, 1001);
     results.memory.runs.push(run);
     console.error(`memory: ${JSON.stringify(run)}`);
   }
 }
 
+const skipped: Record<string, string> = {};
 const load0 = os.loadavg();
 try {
-  if (only.has('a')) await throughput('a', Number(values.small), 10, 2048);
-  if (only.has('b')) await throughput('b', Number(values.large), 10, 51_200);
+  const graph = (pages: number, bytes: number) => `${base}/graph/${pages}/10/${bytes}/0`;
+  if (only.has('a'))
+    await throughput('a', fixtureSite, graph(Number(values.small), 2048), Number(values.small));
+  if (only.has('b'))
+    await throughput('b', fixtureSite, graph(Number(values.large), 51_200), Number(values.large));
   if (only.has('memory')) await memory(Number(values['memory-pages']));
+  for (const [name, pages, bytes] of [
+    ['fast-a', Number(values['fast-small']), 600],
+    ['fast-b', Number(values['fast-large']), 51_200],
+  ] as const) {
+    if (!only.has(name)) continue;
+    const nginx = ensureNginx();
+    if (!nginx.ok) {
+      skipped[name] = nginx.reason;
+      console.error(`${name} skipped: ${nginx.reason}`);
+      continue;
+    }
+    const site = await startNginxSite(pages, 10, bytes);
+    try {
+      const counted: Site = {
+        base: site.base,
+        requests: async () => site.requests(),
+        reset: async () => site.reset(),
+      };
+      await throughput(name, counted, `${site.base}/p/0.html`, pages);
+    } finally {
+      site.close();
+    }
+  }
 } finally {
   server.kill('SIGTERM');
 }
@@ -200,28 +304,33 @@ out.push(
     `load average ${load0.map((l) => l.toFixed(1)).join(' ')} before, ${load1.map((l) => l.toFixed(1)).join(' ')} after; ` +
     `concurrency ${concurrency}; ${rounds} round(s), best shown.`,
 );
-for (const name of ['a', 'b'] as const) {
+const titles: Record<string, (n?: number) => string> = {
+  a: (n) => `(a) ${n} pages of 2 KB (fan-out 10), fixture site`,
+  b: (n) => `(b) ${n} pages of 50 KB (fan-out 10), fixture site`,
+  'fast-a': (n) => `(fast-a) ${n} pages of ~740 bytes (fan-out 10), nginx`,
+  'fast-b': (n) => `(fast-b) ${n} pages of 50 KB (fan-out 10), nginx`,
+};
+for (const [name, why] of Object.entries(skipped)) out.push('', `(${name}) skipped: ${why}`);
+for (const name of ['a', 'b', 'fast-a', 'fast-b']) {
   const r = results[name];
   if (!r) continue;
   out.push('');
+  out.push(titles[name]!(r.expected));
   out.push(
-    name === 'a'
-      ? `(a) ${r.expected} pages of 2 KB (fan-out 10)`
-      : `(b) ${r.expected} pages of 50 KB (fan-out 10)`,
+    '| tool | pages/s | wall s | CPU s | CPU ms/page | peak RSS MB | vs raw | CPU/page vs raw | vs Crawlee |',
   );
-  out.push('| tool | pages/s | wall s | CPU s | CPU ms/page | peak RSS MB | vs raw | vs Crawlee |');
-  out.push('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   const raw = best(r.runs, 'raw');
   const crawlee = best(r.runs, 'crawlee');
   for (const tool of tools) {
     const b = best(r.runs, tool);
     if (!b) {
       const failed = r.runs.find((x) => x.tool === tool);
-      out.push(`| ${tool} | failed: ${failed?.error ?? 'not run'} | | | | | | |`);
+      out.push(`| ${tool} | failed: ${failed?.error ?? 'not run'} | | | | | | | |`);
       continue;
     }
     out.push(
-      `| ${tool} | ${rate(b).toFixed(0)} | ${(b.wallMs / 1000).toFixed(1)} | ${(b.cpuMs / 1000).toFixed(1)} | ${(b.cpuMs / b.pages).toFixed(2)} | ${b.maxRssMB} | ${raw ? `${((rate(b) / rate(raw)) * 100).toFixed(0)} %` : '—'} | ${crawlee ? `${(rate(b) / rate(crawlee)).toFixed(1)}×` : '—'} |`,
+      `| ${tool} | ${rate(b).toFixed(0)} | ${(b.wallMs / 1000).toFixed(1)} | ${(b.cpuMs / 1000).toFixed(1)} | ${(b.cpuMs / b.pages).toFixed(2)} | ${b.maxRssMB} | ${raw ? `${((rate(b) / rate(raw)) * 100).toFixed(0)} %` : '—'} | ${raw ? `${(b.cpuMs / b.pages / (raw.cpuMs / raw.pages)).toFixed(2)}×` : '—'} | ${crawlee ? `${(rate(b) / rate(crawlee)).toFixed(1)}×` : '—'} |`,
     );
   }
 }
