@@ -68,6 +68,16 @@ export {
   graphPath,
   graphTreeDepth,
 } from './graph/graph.js';
+export {
+  HOSTILE_BOMB_BYTES,
+  HOSTILE_CREDENTIALS,
+  type HostileSite,
+  type HostileSiteOptions,
+  MAX_HOSTILE_LINKS,
+  MAX_HUGE_TITLE_BYTES,
+  MAX_STACKED_ENCODINGS,
+  startHostileSite,
+} from './hostile/hostile-site.js';
 export type { EchoResponse } from './inspect/routes.js';
 export { type Author, type Quote, quoteAuthors, quoteList, quoteTags, type Tag } from './quotes/data.js';
 export { type ApiQuote, type ApiQuotesPage, CSRF_COOKIE, SESSION_COOKIE } from './quotes/routes.js';
