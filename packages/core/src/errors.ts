@@ -43,6 +43,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_REDIRECT_LOOP: 'A redirect pointed back to a URL already in its chain.',
   MOCRA_ERR_CONTENT_DECODING:
     'A body claimed a Content-Encoding (gzip, deflate, br) that it does not decode with, or one mocra does not support.',
+  MOCRA_ERR_TOO_MANY_ENCODINGS:
+    'A response stacked more content-codings than the downloader decodes (`maxContentCodings`, default 4); it is not decoded and not retried.',
   MOCRA_ERR_TEXT_DECODING: 'Strict text decoding met bytes that are invalid in the detected charset.',
   MOCRA_ERR_HTTP_STATUS:
     'A response had a retryable status (429, 5xx…) and retries remain; the request is retried.',
@@ -513,6 +515,21 @@ export class ContentDecodingError extends MocraError {
       'MOCRA_ERR_CONTENT_DECODING',
       `cannot decode '${encoding}' body of ${truncate(url)}: ${message}`,
       options,
+    );
+  }
+}
+
+/** More content-codings than the limit: each layer costs a full decode, so the count is capped before any runs. */
+export class TooManyEncodingsError extends MocraError {
+  override readonly name = 'TooManyEncodingsError';
+  constructor(
+    readonly url: string,
+    readonly limit: number,
+    readonly count: number,
+  ) {
+    super(
+      'MOCRA_ERR_TOO_MANY_ENCODINGS',
+      `body of ${truncate(url)} has ${count} content-codings; at most ${limit} are decoded`,
     );
   }
 }

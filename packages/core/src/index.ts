@@ -425,6 +425,7 @@ export {
   TaskTerminatedError,
   TextDecodingError,
   TimeoutError,
+  TooManyEncodingsError,
   TooManyRedirectsError,
   UnknownDownloaderError,
   UnknownMiddlewareError,

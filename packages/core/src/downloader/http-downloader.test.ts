@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
+import { startHostileSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isMocraError, type MocraError } from '../errors.js';
 import { Request } from '../model/request.js';
@@ -210,6 +211,29 @@ describe('HttpDownloader', () => {
     const unsupported = await failure(dl.download(new Request(`${base}/zstd`), never));
     expect(unsupported.code).toBe('MOCRA_ERR_CONTENT_DECODING');
     expect(unsupported.message).toContain('zstd');
+  });
+
+  test('stacked codings: up to maxContentCodings are decoded, more fail before any decode', async () => {
+    const hostile = await startHostileSite();
+    const small = createHttpDownloader({ maxContentCodings: 3 });
+    try {
+      expect(
+        (await small.download(new Request(`${hostile.url}/stacked-encoding/3`), never)).text(),
+      ).toContain('gzip × 3');
+      const err = await failure(small.download(new Request(`${hostile.url}/stacked-encoding/4`), never));
+      expect(err).toMatchObject({
+        code: 'MOCRA_ERR_TOO_MANY_ENCODINGS',
+        limit: 3,
+        count: 4,
+        retryable: false,
+      });
+      const many = await failure(dl.download(new Request(`${hostile.url}/stacked-encoding/2500`), never));
+      expect(many).toMatchObject({ code: 'MOCRA_ERR_TOO_MANY_ENCODINGS', limit: 4, count: 2500 });
+      expect(() => createHttpDownloader({ maxContentCodings: 0 })).toThrow(/maxContentCodings/);
+    } finally {
+      await small.close();
+      await hostile.close();
+    }
   });
 
   test('an empty body with a Content-Encoding is an empty body', async () => {

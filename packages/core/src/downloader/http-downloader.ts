@@ -28,6 +28,7 @@ import {
   type MocraError,
   RedirectLoopError,
   TimeoutError,
+  TooManyEncodingsError,
   TooManyRedirectsError,
 } from '../errors.js';
 import { parseHttpUrl, requestUrl } from '../frontier/fingerprint.js';
@@ -55,6 +56,13 @@ export interface HttpDownloaderOptions {
   userAgent?: string;
   /** Sent with every request; a request's own headers win (names compared case-insensitively). @default {} */
   headers?: Record<string, string>;
+  /**
+   * Most content-codings decoded on one body (`gzip, gzip` is two). Each layer is a full decode,
+   * so a server stacking thousands costs seconds of CPU per page; more fail with
+   * TooManyEncodingsError before any is decoded.
+   * @default 4
+   */
+  maxContentCodings?: number;
   /** Ask for and decode gzip, deflate and br bodies. @default true */
   decompress?: boolean;
   /**
@@ -93,6 +101,7 @@ export class HttpDownloader implements Downloader {
   readonly #maxBodyBytes: number;
   readonly #maxRedirects: number;
   readonly #decompress: boolean;
+  readonly #maxContentCodings: number;
   /** Lower-cased default headers; shared (never mutated) by requests that add none. */
   readonly #defaultHeaders: Readonly<Record<string, string>>;
 
@@ -103,6 +112,7 @@ export class HttpDownloader implements Downloader {
     this.#maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024);
     this.#maxRedirects = nonNegative('maxRedirects', options.maxRedirects, 10);
     this.#decompress = options.decompress ?? true;
+    this.#maxContentCodings = positive('maxContentCodings', options.maxContentCodings, 4);
     const headers: Record<string, string> = {
       'user-agent': options.userAgent ?? DEFAULT_USER_AGENT,
       accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
@@ -238,6 +248,10 @@ export class HttpDownloader implements Downloader {
     if (encodings.length === 0 && declared > limit) {
       destroyQuietly(source);
       return Promise.reject(new BodyTooLargeError(url, limit, declared, false));
+    }
+    if (encodings.length > this.#maxContentCodings) {
+      destroyQuietly(source);
+      return Promise.reject(new TooManyEncodingsError(url, this.#maxContentCodings, encodings.length));
     }
     for (const encoding of encodings) {
       if (!SUPPORTED_ENCODINGS.has(encoding)) {

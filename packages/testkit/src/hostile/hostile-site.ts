@@ -14,6 +14,7 @@
  *   GET /failing/:kind/:n           links to n distinct /:kind/<i> pages (`bomb` or `endless`)
  *   GET /credentials                links carrying `user:secret@` credentials back to this server
  *   GET /redirect-away              302 to the same server under its other name (127.0.0.1 ⇄ localhost)
+ *   GET /links?to=/a&to=/b          a page linking to each `to` (paths or URLs), in order
  *   GET /linked/:n                  a page linking to /linked/0 … /linked/n-1 on the host it was asked for
  *   CONNECT (as a proxy)            502 Bad Gateway: a proxy that refuses every tunnel
  *
@@ -75,6 +76,10 @@ function linkList(title: string, hrefs: Iterable<string>): string {
   let items = '';
   for (const href of hrefs) items += `<li><a href="${href}">${href}</a></li>\n`;
   return htmlPage(title, `<main><h1>${title}</h1><ul>\n${items}</ul></main>`);
+}
+
+function escapeHref(href: string): string {
+  return href.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 }
 
 function* range(n: number, make: (i: number) => string): Generator<string> {
@@ -230,6 +235,11 @@ export async function startHostileSite(options: HostileSiteOptions = {}): Promis
         const other = host.startsWith('localhost') ? `127.0.0.1:${listenPort}` : `localhost:${listenPort}`;
         res.writeHead(302, { location: `http://${other}/linked/5`, 'content-length': '0' });
         res.end();
+        return;
+      }
+      case 'links': {
+        const to = url.searchParams.getAll('to').slice(0, MAX_HOSTILE_LINKS);
+        send(res, 200, HTML_TYPE, linkList('Hostile inputs', to.map(escapeHref)));
         return;
       }
       case 'linked': {

@@ -1,0 +1,72 @@
+// Hostile inputs as a user meets them: the built `mocra` bin (a child process) crawling the
+// hostile site. Each test starts from a page that links to one kind of hostile input beside
+// ordinary pages, and checks that the input costs its own page only, with its own error code.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type HostileSite, startHostileSite } from '@mocra/testkit';
+import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
+import { killAll, startBin } from './cli-bin.js';
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'mocra-cli-hostile-'));
+
+let site: HostileSite;
+beforeAll(async () => {
+  site = await startHostileSite();
+});
+afterEach(() => {
+  killAll();
+  site.resetStats();
+});
+afterAll(async () => {
+  await site.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+interface PageRecord {
+  url: string;
+  finalUrl: string | null;
+  status: number | null;
+  title: string | null;
+  error: string | null;
+}
+
+function records(file: string): PageRecord[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as PageRecord);
+}
+
+function byPath(list: readonly PageRecord[]): Map<string, PageRecord> {
+  return new Map(list.map((r) => [new URL(r.url).pathname, r]));
+}
+
+/** A start page linking to `paths` on the hostile site. */
+function linksTo(...paths: string[]): string {
+  return `${site.url}/links?${paths.map((p) => `to=${encodeURIComponent(p)}`).join('&')}`;
+}
+
+async function crawl(name: string, args: readonly string[]) {
+  const out = path.join(tmp, `${name}.jsonl`);
+  const run = startBin(['crawl', ...args, '--out', out, '--no-progress']);
+  const code = await run.exited;
+  return { code, stderr: run.stderr(), records: records(out), out };
+}
+
+test('stacked content-codings are refused with their own code; the crawl goes on', {
+  timeout: 60_000,
+}, async () => {
+  const ran = await crawl('stacked', [linksTo('/stacked-encoding/2500', '/stacked-encoding/2', '/linked/0')]);
+  expect(ran.code, ran.stderr).toBe(0);
+  const pages = byPath(ran.records);
+  expect(pages.get('/stacked-encoding/2500')).toMatchObject({ error: 'MOCRA_ERR_TOO_MANY_ENCODINGS' });
+  expect(pages.get('/stacked-encoding/2')).toMatchObject({
+    status: 200,
+    error: null,
+    title: 'Stacked codings',
+  });
+  expect(pages.get('/linked/0')).toMatchObject({ status: 200, error: null });
+  // Refused, not retried: one request.
+  expect(site.stats()['/stacked-encoding/2500']).toBe(1);
+});
