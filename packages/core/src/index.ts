@@ -488,8 +488,10 @@ export {
   enqueueLinks,
   extractLinks,
   LINK_SCOPES,
+  MAX_TEXT_CHARS,
   planLinks,
   registrableDomain,
+  TRUNCATED_MARKER,
 } from './frontier/links/index.js';
 export type {
   AcquirePolicy,

@@ -2,7 +2,7 @@
 // edge cases, and on the fixture site's real pages.
 import { catalogBooks, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { extractLinks } from '../src/frontier/links/extract-links.js';
+import { extractLinks, MAX_TEXT_CHARS, TRUNCATED_MARKER } from '../src/frontier/links/extract-links.js';
 import { createLinkFilter } from '../src/frontier/links/link-filter.js';
 import { createLinkPlanner, planLinks } from '../src/frontier/links/plan-links.js';
 import { parseStreamSelector } from '../src/frontier/links/selector.js';
@@ -12,6 +12,24 @@ const urls = (html: string, options: Omit<Parameters<typeof extractLinks>[1], 'p
   extractLinks(html, { pageUrl: PAGE, ...options }).links.map((l) => l.url);
 
 describe('extractLinks', () => {
+  test('a title or link text over MAX_TEXT_CHARS is cut there and marked, on every parser path', () => {
+    const long = 'é'.repeat(MAX_TEXT_CHARS * 50);
+    const spaced = `${'x '.repeat(MAX_TEXT_CHARS * 3)}end`;
+    const html = `<title>${long}</title><a href="/a">${spaced}</a><a href="/b">short &amp; fine</a>`;
+    const cut = `${'é'.repeat(MAX_TEXT_CHARS)}${TRUNCATED_MARKER}`;
+    for (const selector of [undefined, 'a', 'a:nth-child(odd), a:nth-child(even)']) {
+      const page = extractLinks(html, { pageUrl: PAGE, withText: true, ...(selector ? { selector } : {}) });
+      expect(page.title, selector).toBe(cut);
+      const [a, b] = page.links;
+      expect(a!.text!.endsWith(TRUNCATED_MARKER), selector).toBe(true);
+      expect(a!.text!.length).toBe(MAX_TEXT_CHARS + TRUNCATED_MARKER.length);
+      expect(b!.text).toBe('short & fine');
+    }
+    // A title exactly at the limit is kept whole.
+    const exact = 'y'.repeat(MAX_TEXT_CHARS);
+    expect(extractLinks(`<title>${exact}</title>`, { pageUrl: PAGE }).title).toBe(exact);
+  });
+
   test('takes <a>, <area> and <link rel=next|prev>, resolves relative URLs, drops fragments', () => {
     const html = `<html><head><title> The  Shop </title>
       <link rel="next" href="page2.html"><link rel="stylesheet" href="/style.css"><link rel="PREV" href="/p0">

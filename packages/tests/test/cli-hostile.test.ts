@@ -4,6 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { MAX_TEXT_CHARS, TRUNCATED_MARKER } from '@mocra/core';
 import { type HostileSite, startHostileSite } from '@mocra/testkit';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { killAll, startBin } from './cli-bin.js';
@@ -69,4 +70,20 @@ test('stacked content-codings are refused with their own code; the crawl goes on
   expect(pages.get('/linked/0')).toMatchObject({ status: 200, error: null });
   // Refused, not retried: one request.
   expect(site.stats()['/stacked-encoding/2500']).toBe(1);
+});
+
+test('an empty Location is reported as such, and a huge <title> is cut with a marker', {
+  timeout: 60_000,
+}, async () => {
+  const ran = await crawl('fields', [linksTo('/empty-location', '/huge-title/8000000', '/linked/0')]);
+  expect(ran.code, ran.stderr).toBe(0);
+  const pages = byPath(ran.records);
+  expect(pages.get('/empty-location')).toMatchObject({ error: 'MOCRA_ERR_INVALID_URL' });
+  // A broken answer is not retried.
+  expect(site.stats()['/empty-location']).toBe(1);
+  const huge = pages.get('/huge-title/8000000')!;
+  expect(huge).toMatchObject({ status: 200, error: null });
+  expect(huge.title).toBe(`${'t'.repeat(MAX_TEXT_CHARS)}${TRUNCATED_MARKER}`);
+  // The record line holds the cut title, not 8 MB.
+  expect(readFileSync(ran.out, 'utf8').length).toBeLessThan(64 * 1024);
 });

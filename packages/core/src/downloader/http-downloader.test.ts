@@ -230,6 +230,10 @@ describe('HttpDownloader', () => {
       const many = await failure(dl.download(new Request(`${hostile.url}/stacked-encoding/2500`), never));
       expect(many).toMatchObject({ code: 'MOCRA_ERR_TOO_MANY_ENCODINGS', limit: 4, count: 2500 });
       expect(() => createHttpDownloader({ maxContentCodings: 0 })).toThrow(/maxContentCodings/);
+      // An empty Location is a broken answer, not a redirect loop.
+      const empty = await failure(dl.download(new Request(`${hostile.url}/empty-location`), never));
+      expect(empty).toMatchObject({ code: 'MOCRA_ERR_INVALID_URL', retryable: false });
+      expect(empty.message).toMatch(/empty Location/);
     } finally {
       await small.close();
       await hostile.close();

@@ -23,6 +23,7 @@ import {
   type ConnectionPhase,
   ContentDecodingError,
   InvalidArgumentError,
+  InvalidUrlError,
   isMocraError,
   MalformedResponseError,
   type MocraError,
@@ -166,6 +167,13 @@ export class HttpDownloader implements Downloader {
         });
       }
       await discard(res);
+      // An empty Location resolves to the page itself; that is a broken answer, not a loop.
+      if (location.trim() === '') {
+        throw new InvalidUrlError(
+          location,
+          `the ${res.statusCode} redirect from ${url.href} has an empty Location header`,
+        );
+      }
       const next = parseHttpUrl(location, url.href);
       next.hash = '';
       if (redirects.length >= maxRedirects) {

@@ -175,8 +175,32 @@ interface ScanResult {
   nofollowPage: boolean;
 }
 
+/**
+ * Longest title or link text kept, in UTF-16 code units after whitespace is collapsed; a longer
+ * one is cut there and ends with {@link TRUNCATED_MARKER}. A page's text goes into records, logs
+ * and queues, so one hostile page must not put megabytes in each.
+ */
+export const MAX_TEXT_CHARS = 1024;
+/** What a cut title or link text ends with. */
+export const TRUNCATED_MARKER = '…[truncated]';
+/** Raw text gathered before collapsing: enough for any page whose collapsed text fits. */
+const RAW_TEXT_LIMIT = MAX_TEXT_CHARS * 8;
+
+/** `gathered` + `piece`, never past the raw limit. */
+function gather(gathered: string, piece: string): string {
+  const room = RAW_TEXT_LIMIT - gathered.length;
+  if (room <= 0) return gathered;
+  return gathered + (piece.length > room ? piece.slice(0, room) : piece);
+}
+
 function collapse(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  const collapsed = text.replace(/\s+/g, ' ').trim();
+  if (collapsed.length <= MAX_TEXT_CHARS && text.length < RAW_TEXT_LIMIT) return collapsed;
+  let end = Math.min(collapsed.length, MAX_TEXT_CHARS);
+  // Never split a surrogate pair.
+  const last = collapsed.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${collapsed.slice(0, end)}${TRUNCATED_MARKER}`;
 }
 
 function isRobotsNofollow(attribs: Record<string, string>): boolean {
@@ -333,12 +357,12 @@ function scanDefault(html: string, withText: boolean): ScanResult {
         }
       },
       ontext(start, end) {
-        if (inTitle) titleText += html.slice(start, end);
-        if (capturing) captured += html.slice(start, end);
+        if (inTitle) titleText = gather(titleText, html.slice(start, end));
+        if (capturing) captured = gather(captured, html.slice(start, end));
       },
       ontextentity(codepoint) {
-        if (inTitle) titleText += String.fromCodePoint(codepoint);
-        if (capturing) captured += String.fromCodePoint(codepoint);
+        if (inTitle) titleText = gather(titleText, String.fromCodePoint(codepoint));
+        if (capturing) captured = gather(captured, String.fromCodePoint(codepoint));
       },
       oncdata() {},
       oncomment() {},
@@ -400,8 +424,8 @@ function scanStreaming(html: string, selector: StreamSelector, withText: boolean
         }
       },
       ontext(text) {
-        if (inTitle) titleText += text;
-        if (capturing) captured += text;
+        if (inTitle) titleText = gather(titleText, text);
+        if (capturing) captured = gather(captured, text);
       },
       onclosetag(name) {
         if (stack) stack.pop();

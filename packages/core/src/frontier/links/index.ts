@@ -1,7 +1,7 @@
 export type { EnqueueLinksOptions, EnqueueLinksResult, LinkSink } from './enqueue-links.js';
 export { enqueueLinks, isLinkBearing } from './enqueue-links.js';
 export type { ExtractedLink, ExtractedPage, ExtractLinksOptions } from './extract-links.js';
-export { extractLinks, resolveHref } from './extract-links.js';
+export { extractLinks, MAX_TEXT_CHARS, resolveHref, TRUNCATED_MARKER } from './extract-links.js';
 export type { LinkFilter, LinkFilterOptions, LinkScope, UrlPattern } from './link-filter.js';
 export { compileUrlPattern, createLinkFilter, LINK_SCOPES, registrableDomain } from './link-filter.js';
 export type { LinkCandidate, LinkPlan, LinkPlanner, PageInput, PlanLinksOptions } from './plan-links.js';
