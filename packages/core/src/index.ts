@@ -147,6 +147,7 @@ export {
   OTHER_ENV_VARIABLES,
   openLiveConfig,
   parseToml,
+  REFUSED_UPSTREAM_MODULE_KEYS,
   readEnvOverrides,
   resolveConfig,
   TomlKeyLocator,

@@ -32,4 +32,11 @@ export {
   moduleConfigOf,
 } from './module-config.js';
 export type { ConfigKeyInfo, MocraConfig, MocraConfigInput, ModuleLayerInput } from './schema.js';
-export { configKeyInfo, configSchema, LOG_LEVELS, moduleLayerSchema, moduleSettingsShape } from './schema.js';
+export {
+  configKeyInfo,
+  configSchema,
+  LOG_LEVELS,
+  moduleLayerSchema,
+  moduleSettingsShape,
+  REFUSED_UPSTREAM_MODULE_KEYS,
+} from './schema.js';

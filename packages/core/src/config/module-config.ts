@@ -15,7 +15,13 @@
  * Either way the result is `@mocra/store`'s {@link ModuleConfig} (typed getters for the user's
  * own keys) plus {@link ModuleSettings}, the typed view of the keys the engine itself reads.
  */
-import { buildModuleConfig, type JsonObject, type ModuleConfig, type ModuleConfigLayers } from '@mocra/store';
+import {
+  buildModuleConfig,
+  type JsonObject,
+  MODULE_CONFIG_PRECEDENCE,
+  type ModuleConfig,
+  type ModuleConfigLayers,
+} from '@mocra/store';
 import { type ConfigIssue, ConfigValidationError, InvalidArgumentError } from '../errors.js';
 import type { ProxyChoice } from '../model/request.js';
 import { toConfigIssues } from './load.js';
@@ -295,11 +301,16 @@ function settingsOf(config: ModuleConfig): ModuleSettings {
   return {
     downloader: config.getString('downloader'),
     // Validated by the layer schema (boolean or { provider, tier, session }).
-    proxy: config.get('use_proxy') as ProxyChoice | undefined,
+    proxy: (higher(config, 'use_proxy', 'enable_proxy') === 'use_proxy'
+      ? config.get('use_proxy')
+      : config.getBoolean('enable_proxy')) as ProxyChoice | undefined,
     enableSession: config.getBoolean('enable_session', false),
     stickyHeaders: strings('sticky_headers'),
     headers: (config.getObject('headers') ?? {}) as Record<string, string>,
-    timeoutMs: config.getInteger('timeout_ms'),
+    timeoutMs:
+      higher(config, 'timeout_ms', 'default_timeout') === 'timeout_ms'
+        ? config.getInteger('timeout_ms')
+        : secondsToMs(config.getNumber('default_timeout')),
     downloadMiddleware: strings('download_middleware'),
     dataMiddleware: strings('data_middleware'),
     storeMiddleware: strings('store_middleware'),
@@ -307,6 +318,26 @@ function settingsOf(config: ModuleConfig): ModuleSettings {
     loginStatuses: (config.getArray('login_statuses') ?? []) as number[],
     loginMaxAttempts: config.getInteger('login_max_attempts', 3),
   };
+}
+
+/**
+ * Of a native key and its Rust mocra name, the one the higher layer sets (the native one when
+ * neither or the same layer sets both — validation refuses both in one layer).
+ */
+function higher<TNative extends string, TUpstream extends string>(
+  config: ModuleConfig,
+  native: TNative,
+  upstream: TUpstream,
+): TNative | TUpstream {
+  const rank = (key: string) => {
+    const layer = config.get(key) === undefined ? undefined : config.source(key)?.layer;
+    return layer === undefined ? Number.POSITIVE_INFINITY : MODULE_CONFIG_PRECEDENCE.indexOf(layer);
+  };
+  return rank(upstream) < rank(native) ? upstream : native;
+}
+
+function secondsToMs(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : Math.max(1, Math.round(seconds * 1000));
 }
 
 /** The module-config parts of a loaded config: the in-memory layers and the config.toml defaults layer. */

@@ -123,10 +123,72 @@ export const moduleSettingsShape = {
     live: true,
     description: 'Login attempts in a row before the session fails with MOCRA_ERR_LOGIN_FAILED.',
   }),
+  // Two keys of mocra for Rust, read with their meaning there so a module row moved from a Rust
+  // deployment keeps working; where a layer also sets the native key, the higher layer wins.
+  default_timeout: key(z.number().positive().optional(), {
+    live: true,
+    description:
+      'Timeout of requests that set none, in seconds (the Rust mocra name of `timeout_ms`; the higher layer of the two wins).',
+    upstream: 'module config `default_timeout`',
+  }),
+  enable_proxy: key(z.boolean().optional(), {
+    live: true,
+    description: 'The Rust mocra name of `use_proxy = true | false` (the higher layer of the two wins).',
+    upstream: 'module config `enable_proxy`',
+  }),
 } as const;
 
+/**
+ * Module-config keys of mocra for Rust that mocra does not read, each with what does that job
+ * here. A layer that sets one is refused: a user's own key by one of these names would read as
+ * a setting of the engine that silently does nothing.
+ */
+export const REFUSED_UPSTREAM_MODULE_KEYS: Readonly<Record<string, string>> = Object.freeze({
+  wss_timeout:
+    'the WebSocket downloader closes an idle connection after its `idleTimeoutMs` option (`createWebSocketDownloader({ idleTimeoutMs })`, in ms)',
+  enable_locker:
+    'downloads are not locked per module; to run one request at a time per host use `.politeness({ maxConcurrency: 1 })`',
+  module_locker:
+    'a module is not locked to one node; leader-only work (seeding, cron) is fenced by the coordination lock, and per-host limits are `.politeness()`',
+  module_locker_ttl:
+    'a module is not locked to one node; leader-only work (seeding, cron) is fenced by the coordination lock, and per-host limits are `.politeness()`',
+  enable_rate_limit: 'request rates are limited per host with `.politeness({ delayMs, maxConcurrency })`',
+  rate_limit:
+    'request rates are limited per host: `.politeness({ delayMs: 1000 / rate_limit })` (cluster-wide with a Redis host budget)',
+  limit_id:
+    "rate limits are kept per host (the request URL's hostname), not under a chosen key; see `.politeness()`",
+  cache_ttl: 'mocra has no response cache to expire; remove the key',
+});
+
 /** One module-config layer: the typed keys above, plus any JSON the user wants. */
-export const moduleLayerSchema = z.object(moduleSettingsShape).catchall(z.json());
+export const moduleLayerSchema = z
+  .object(moduleSettingsShape)
+  .catchall(z.json())
+  .check((ctx) => {
+    for (const [name, instead] of Object.entries(REFUSED_UPSTREAM_MODULE_KEYS)) {
+      if (Object.hasOwn(ctx.value, name)) {
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value[name],
+          path: [name],
+          message: `a key of Rust mocra that mocra does not read: ${instead}`,
+        });
+      }
+    }
+    for (const [native, upstream] of [
+      ['timeout_ms', 'default_timeout'],
+      ['use_proxy', 'enable_proxy'],
+    ] as const) {
+      if (ctx.value[native] !== undefined && ctx.value[upstream] !== undefined) {
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value[upstream],
+          path: [upstream],
+          message: `set either '${native}' or its Rust mocra name '${upstream}' in one layer, not both`,
+        });
+      }
+    }
+  });
 
 export type ModuleLayerInput = z.input<typeof moduleLayerSchema>;
 

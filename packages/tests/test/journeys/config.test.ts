@@ -106,6 +106,33 @@ describe('mocra run of a module, with --config', () => {
   });
 });
 
+describe('a config.toml with module keys of Rust mocra', () => {
+  test('default_timeout bounds the module; rate_limit is refused naming .politeness()', async () => {
+    const dir = project('module-upstream', {
+      // A slow route: answered after 3 s, well past the 1 s bound.
+      'shop.ts': `import { defineModule, Request } from 'mocra';
+export default defineModule<{ status: number }>({
+  name: 'shop',
+  nodes: [{ id: 'n', generate: () => [new Request('${site.url}/delay/3000')], parse: (res, cx) => cx.emit({ status: res.status }) }],
+});
+`,
+      'mocra.toml': '[retry]\nmax_retries = 0\n\n[modules.shop]\ndefault_timeout = 1\n',
+    });
+    const timed = await mocra(['run', 'shop.ts', '--config', 'mocra.toml', '--no-progress'], { cwd: dir });
+    expect(timed.stderr).toMatch(/MOCRA_ERR_TIMEOUT/);
+    expect(timed.stdout).toBe('');
+
+    writeFileSync(path.join(dir, 'mocra.toml'), '[modules.shop]\nrate_limit = 5\n');
+    site.resetStats();
+    const refused = await mocra(['run', 'shop.ts', '--config', 'mocra.toml', '--no-progress'], { cwd: dir });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /mocra\.toml:2:1 modules\.shop\.rate_limit: a key of Rust mocra that mocra does not read: request rates are limited per host: `\.politeness\(\{ delayMs: 1000 \/ rate_limit \}\)`/,
+    );
+    expect(site.stats().requests).toBe(0);
+  });
+});
+
 describe('MOCRA_* variables without a config file', () => {
   const graph = () => site.graphUrl({ pages: 50, fanout: 3, bytes: 100 }, 0);
 
