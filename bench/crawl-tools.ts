@@ -9,8 +9,7 @@
  *               the least a Node crawler can do, the ceiling
  *   mocra       a spider whose parse is `cx.enqueueLinks()` (same-host scope), default engine
  *   mocra-cli   the `mocra crawl` command's spider and sink, in process (records to /dev/null,
- *               politeness gate and robots.txt off as with --no-robots), with the V8 settings
- *               of the `mocra` bin and of the crawl's default flags
+ *               politeness gate and robots.txt off as with --no-robots)
  *   crawlee     Crawlee 3.18.1 CheerioCrawler whose requestHandler is `enqueueLinks()`
  *               (same-hostname strategy), storage in memory, autoscaling pinned (see below)
  *
@@ -23,7 +22,6 @@
  * `ru_maxrss` of the whole process.
  */
 import fs from 'node:fs';
-import v8 from 'node:v8';
 import { Parser } from 'htmlparser2';
 import { Agent } from 'undici';
 
@@ -96,18 +94,7 @@ async function raw(): Promise<Result> {
 }
 
 // Libraries are loaded before the clock starts: module loading is not crawling.
-if (tool === 'mocra-cli') {
-  // What the `mocra` bin does while its modules load (packages/mocra/src/cli/main.ts): V8's
-  // young generation held at its start size and its heap growth at 50 %, then V8's own again
-  // until the crawl applies its flags.
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
-  v8.setFlagsFromString('--heap-growing-percent=50');
-}
 const mocraLib = tool.startsWith('mocra') ? await import('mocra') : undefined;
-if (tool === 'mocra-cli') {
-  v8.setFlagsFromString('--semi-space-growth-factor=2');
-  v8.setFlagsFromString('--heap-growing-percent=0');
-}
 const crawleeLib = tool === 'crawlee' ? await import('crawlee') : undefined;
 
 async function mocra(cli: boolean): Promise<Result> {
@@ -151,8 +138,6 @@ async function mocra(cli: boolean): Promise<Result> {
     });
   if (cli) {
     builder.politeness({ maxConcurrency: concurrency, jitter: 0 });
-    // The CLI's V8 settings: --heap-growth 50, --young-generation 8, no --wasm-tier-up.
-    builder.heapGrowth(50).youngGeneration(8).wasmTierUp(false);
   }
   const summary = await builder.run();
   if (summary.errors > 0) console.error(JSON.stringify(summary.errorsByCode));

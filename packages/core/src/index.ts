@@ -319,7 +319,6 @@ export type {
   EngineStats,
   EngineTopicOptions,
   HandlerResult,
-  HeapGrowthResult,
   LocalDeliveryFields,
   PersistLock,
   RunSummary,
@@ -328,20 +327,13 @@ export type {
   StageRunnerStats,
   StageStats,
   StopReason,
-  WasmTierUpResult,
-  YoungGenerationResult,
 } from './engine/index.js';
 export {
   createEngine,
   Engine,
-  HEAP_GROWTH_RANGE,
   LocalDelivery,
-  limitHeapGrowth,
-  limitYoungGeneration,
   lockPersistDir,
   StageRunner,
-  setWasmTierUp,
-  YOUNG_GENERATION_RANGE,
 } from './engine/index.js';
 export type { PolicyStats, WatchdogTimeouts } from './engine/recovery.js';
 export { DEFAULT_WATCHDOG_TIMEOUTS } from './engine/recovery.js';

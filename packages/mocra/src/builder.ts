@@ -55,8 +55,6 @@ import {
   type Logger,
   type LogLevel,
   type LogRecordLevel,
-  limitHeapGrowth,
-  limitYoungGeneration,
   lockPersistDir,
   type MemoryModuleConfigData,
   type Middleware,
@@ -76,7 +74,6 @@ import {
   resolveConfig,
   type SimpleRetryPolicyOptions,
   type StageConcurrency,
-  setWasmTierUp,
   startEngineApi,
   unknownEnvVariables,
   type WatchdogTimeouts,
@@ -213,44 +210,6 @@ export class MocraBuilder {
       throw new InvalidArgumentError(`a spider or module named '${module.name}' was already added`);
     }
     this.#registrations.push({ module: module as Module<unknown>, sink: dataSink as DataSink<unknown> });
-    return this;
-  }
-
-  /**
-   * Let V8's old generation grow by at most `percent` % of the live heap between full GCs,
-   * for this whole process (V8's own choice for a crawl is 300 %). A big frontier's peak memory
-   * is mostly that headroom: 50 holds a crawl with a million URLs queued near 300 MB instead of
-   * 400 MB, at the same speed. Applied at once (it is the process's setting, not the engine's);
-   * a process started with its own `--heap-growing-percent` keeps it. The `mocra` CLI sets 50.
-   * @default V8's own
-   */
-  heapGrowth(percent: number): this {
-    limitHeapGrowth(percent);
-    return this;
-  }
-
-  /**
-   * Keep V8's young generation (where new objects start) at or under `megabytes` (2–32), for
-   * this whole process. V8 grows it to 32 MB for any crawl; 8 crawls as fast and peaks 15–25 MB
-   * lower. Applied at once; a process started with its own `--max-semi-space-size` keeps it.
-   * The `mocra` CLI sets 8.
-   * @default V8's own (32)
-   */
-  youngGeneration(megabytes: number): this {
-    limitYoungGeneration(megabytes);
-    return this;
-  }
-
-  /**
-   * Whether V8 optimises hot WebAssembly — for a crawler, undici's HTTP parser. Optimising it
-   * holds ~30 MB of compiler memory for a moment early in every crawl (often the process's peak
-   * RSS) and parses no faster for a crawl; `false` keeps V8's baseline code. For this whole
-   * process, from the next WebAssembly compiled (undici compiles at its first connection);
-   * a process started with its own `--liftoff-only` keeps it. The `mocra` CLI sets `false`.
-   * @default true (V8's own)
-   */
-  wasmTierUp(enabled: boolean): this {
-    setWasmTierUp(enabled);
     return this;
   }
 

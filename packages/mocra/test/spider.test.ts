@@ -157,11 +157,6 @@ describe('Mocra.builder', () => {
         .concurrency(0)
         .build(),
     ).toThrow(code);
-    // Refused before anything is applied to the process.
-    expect(() => Mocra.builder().heapGrowth(5)).toThrow(code);
-    expect(() => Mocra.builder().heapGrowth(1.5)).toThrow(code);
-    expect(() => Mocra.builder().youngGeneration(1)).toThrow(code);
-    expect(() => Mocra.builder().youngGeneration(33)).toThrow(code);
   });
 
   test('build() gives the engine for control; signal() stops the run', async () => {

@@ -10,15 +10,9 @@ export type {
   StopReason,
 } from './engine.js';
 export { createEngine, Engine } from './engine.js';
-export type { HeapGrowthResult } from './heap-growth.js';
-export { HEAP_GROWTH_RANGE, limitHeapGrowth } from './heap-growth.js';
 export type { LocalDeliveryFields } from './local-delivery.js';
 export { LocalDelivery } from './local-delivery.js';
 export type { PersistLock } from './persistence.js';
 export { lockPersistDir } from './persistence.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';
-export type { WasmTierUpResult } from './wasm-tier-up.js';
-export { setWasmTierUp } from './wasm-tier-up.js';
-export type { YoungGenerationResult } from './young-generation.js';
-export { limitYoungGeneration, YOUNG_GENERATION_RANGE } from './young-generation.js';

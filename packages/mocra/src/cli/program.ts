@@ -36,7 +36,7 @@ file's project, else from this command's installation.`;
 
 /** This package's version, read at run time (a clone of the repository says it is not a release). */
 function version(): string {
-  // dist/program.js and src/cli/program.ts sit at different depths in the package.
+  // dist/cli.js and src/cli/program.ts sit at different depths in the package.
   const require = createRequire(import.meta.url);
   let v = 'unknown';
   for (const candidate of ['../package.json', '../../package.json']) {

@@ -8,14 +8,12 @@ import {
   ConfigReadError,
   compileUrlPattern,
   createRobotsCache,
-  HEAP_GROWTH_RANGE,
   type LinkScope,
   type LogLevel,
   parseToml,
   type RobotsCache,
   readEnvOverrides,
   type UrlPattern,
-  YOUNG_GENERATION_RANGE,
 } from '@mocra/core';
 import { type Command, InvalidArgumentError as CommanderArgumentError, Option } from 'commander';
 import type { MocraBuilder } from '../builder.js';
@@ -47,12 +45,6 @@ export interface RuntimeFlags {
   progress: boolean;
   progressInterval: number;
   strict: boolean;
-  /** V8 old-generation growth in percent of the live heap (Mocra.builder().heapGrowth); 0: V8's own. */
-  heapGrowth: number;
-  /** V8 young-generation cap in MB (Mocra.builder().youngGeneration); 0: V8's own. */
-  youngGeneration: number;
-  /** Whether V8 optimises WebAssembly (Mocra.builder().wasmTierUp). */
-  wasmTierUp: boolean;
   /** The flags given on the command line (the others hold their defaults). */
   given: ReadonlySet<string>;
 }
@@ -106,24 +98,6 @@ export function patternFlag(value: string, previous: UrlPattern[] = []): UrlPatt
     bad((err as Error).message);
   }
   return [...previous, text];
-}
-
-/** `--heap-growth`: a percent in HEAP_GROWTH_RANGE, or 0 for V8's own factor. */
-function heapGrowthFlag(value: string): number {
-  const n = intFlag(0, HEAP_GROWTH_RANGE.max)(value);
-  if (n !== 0 && n < HEAP_GROWTH_RANGE.min) {
-    bad(`expected 0 or a percent from ${HEAP_GROWTH_RANGE.min} to ${HEAP_GROWTH_RANGE.max}, got ${n}`);
-  }
-  return n;
-}
-
-/** `--young-generation`: MB in YOUNG_GENERATION_RANGE, or 0 for V8's own. */
-function youngGenerationFlag(value: string): number {
-  const n = intFlag(0, YOUNG_GENERATION_RANGE.max)(value);
-  if (n !== 0 && n < YOUNG_GENERATION_RANGE.min) {
-    bad(`expected 0 or MB from ${YOUNG_GENERATION_RANGE.min} to ${YOUNG_GENERATION_RANGE.max}, got ${n}`);
-  }
-  return n;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -208,28 +182,7 @@ export function addRuntimeFlags(cmd: Command): Command {
         .default(5)
         .argParser(intFlag(1, 3600)),
     )
-    .option('--strict', 'exit with 1 when any URL was given up on (not only when the crawl failed)', false)
-    .addOption(
-      new Option(
-        '--heap-growth <percent>',
-        'how far the JavaScript heap may grow past its live size between full GCs (0: V8 decides, up to 300)',
-      )
-        .default(50)
-        .argParser(heapGrowthFlag),
-    )
-    .addOption(
-      new Option(
-        '--young-generation <MB>',
-        'largest size of the heap where new objects start (0: V8 decides, which is 32)',
-      )
-        .default(8)
-        .argParser(youngGenerationFlag),
-    )
-    .option(
-      '--wasm-tier-up',
-      "let V8 optimise WebAssembly such as undici's HTTP parser (~30 MB more at the start, no faster crawl)",
-      false,
-    );
+    .option('--strict', 'exit with 1 when any URL was given up on (not only when the crawl failed)', false);
 }
 
 /**
@@ -268,10 +221,6 @@ function configuredKeys(file: string | undefined): Set<string> {
 /** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
 export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): RobotsCache | undefined {
   const robots = flags.robots ? createRobotsCache() : undefined;
-  // First: the setting is the process's, and applies to everything allocated after it.
-  if (flags.heapGrowth > 0) builder.heapGrowth(flags.heapGrowth);
-  if (flags.youngGeneration > 0) builder.youngGeneration(flags.youngGeneration);
-  builder.wasmTierUp(flags.wasmTierUp);
   const configured = configuredKeys(flags.config);
   const apply = (flag: keyof typeof CONFIG_FLAGS) =>
     flags.given.has(flag) || !CONFIG_FLAGS[flag].some((key) => configured.has(key));
