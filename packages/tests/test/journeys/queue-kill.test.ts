@@ -4,13 +4,13 @@
 // is the price of at-least-once within the lease window — a page missing is not).
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { type FixtureSite, graphPageCount, startFixtureSite } from '@mocra/testkit';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { cleanup, NATS_URL, REDIS_URL } from '../distributed-harness.js';
 import { assertBuilt, readText, type Started, startMocra, tempDir, waitFor } from './harness.js';
 
-const REDIS = process.env.MOCRA_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const GRAPH = { pages: 20_000, fanout: 10, bytes: 2048 };
 /** A bound on one crawl of the graph by two workers, kill and reclaim included. */
 const CRAWL_BOUND_MS = 240_000;
@@ -56,43 +56,45 @@ interface KillOutcome {
   duplicates: number;
   missing: number[];
   killedAfter: number;
-  /** From the kill to the end of the survivor's run. */
+  /** From the kill to the end of the last survivor's run. */
   survivorMs: number;
-  survivor: { code: number | null; stderr: string };
+  survivors: { code: number | null; stderr: string }[];
 }
 
 /**
- * Two workers crawl the graph on `env`'s queue; the one that wrote more by then is killed once
- * the two together wrote `killAt` pages (a few thousand pages in: both at full speed).
+ * One worker per entry of `envs` crawls the graph; the one that wrote most by then is killed
+ * once they together wrote `killAt` pages (a few thousand pages in: every worker at full speed).
  */
 async function crawlWithKill(
   label: string,
-  env: Record<string, string>,
-  killAt = Number(process.env.QK_KILL_AT ?? 4_000),
+  envs: Record<string, string>[],
+  killAt = 4_000,
 ): Promise<KillOutcome> {
   const start = site.graphUrl(GRAPH, 0);
-  const outs = [path.join(root, `${label}-a.jsonl`), path.join(root, `${label}-b.jsonl`)];
-  const args = (out: string) => ['crawl', start, '--out', out, '--no-robots', '--no-progress'];
-  const workers: Started[] = outs.map((out) =>
-    startMocra(args(out), { env: { MOCRA_LOG_LEVEL: 'warn', ...env }, timeoutMs: CRAWL_BOUND_MS }),
+  const outs = envs.map((_, i) => path.join(root, `${label}-${i}.jsonl`));
+  const workers: Started[] = envs.map((env, i) =>
+    startMocra(['crawl', start, '--out', outs[i]!, '--no-robots', '--no-progress'], {
+      env: { MOCRA_LOG_LEVEL: 'warn', ...env },
+      timeoutMs: CRAWL_BOUND_MS,
+    }),
   );
+  const written = () => outs.map(lineCount);
   try {
     const busy = await waitFor(
-      () =>
-        lineCount(outs[0]!) + lineCount(outs[1]!) >= killAt || workers.some((w) => w.child.exitCode !== null),
+      () => written().reduce((a, b) => a + b, 0) >= killAt || workers.some((w) => w.child.exitCode !== null),
       CRAWL_BOUND_MS,
       20,
     );
     expect(busy, 'the crawl reached the kill point').toBe(true);
     for (const w of workers) expect(w.child.exitCode, w.stderr()).toBeNull();
-    const victim = lineCount(outs[0]!) >= lineCount(outs[1]!) ? 0 : 1;
-    const killedAfter = lineCount(outs[victim]!);
+    const counts = written();
+    const victim = counts.indexOf(Math.max(...counts));
     workers[victim]!.child.kill('SIGKILL');
     const killedAt = Date.now();
     expect((await workers[victim]!.done).signal).toBe('SIGKILL');
-    const survivor = await workers[1 - victim]!.done;
+    const survivors = await Promise.all(workers.filter((_, i) => i !== victim).map((w) => w.done));
     const survivorMs = Date.now() - killedAt;
-    const all = [...pagesIn(outs[0]!), ...pagesIn(outs[1]!)];
+    const all = outs.flatMap(pagesIn);
     const distinct = new Set(all);
     const missing: number[] = [];
     for (let p = 0; p < graphPageCount(GRAPH); p++) if (!distinct.has(p)) missing.push(p);
@@ -100,12 +102,12 @@ async function crawlWithKill(
       union: distinct.size,
       duplicates: all.length - distinct.size,
       missing,
-      killedAfter,
+      killedAfter: counts[victim]!,
       survivorMs,
-      survivor: { code: survivor.code, stderr: survivor.stderr },
+      survivors: survivors.map(({ code, stderr }) => ({ code, stderr })),
     };
     console.log(
-      `${label}: union ${outcome.union}/${graphPageCount(GRAPH)}, duplicates ${outcome.duplicates}, killed after its ${killedAfter} pages, survivor ended ${survivorMs} ms after the kill`,
+      `${label}: union ${outcome.union}/${graphPageCount(GRAPH)}, duplicates ${outcome.duplicates}, killed after its ${outcome.killedAfter} pages, survivors ended ${survivorMs} ms after the kill`,
     );
     return outcome;
   } finally {
@@ -114,35 +116,69 @@ async function crawlWithKill(
 }
 
 function expectNothingLost(outcome: KillOutcome): void {
-  expect(outcome.survivor.code, outcome.survivor.stderr).toBe(0);
+  for (const s of outcome.survivors) expect(s.code, s.stderr).toBe(0);
   expect(outcome.missing.slice(0, 20), `${outcome.missing.length} pages lost`).toEqual([]);
   expect(outcome.union).toBe(graphPageCount(GRAPH));
 }
 
-/** Every key of the crawl named `name` (queue, dedup, coordination keys all carry it). */
-async function deleteKeys(name: string): Promise<void> {
-  const redis = new Redis(REDIS);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${name}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
+const crawlName = () => `qk${randomBytes(4).toString('hex')}`;
+const killAt = Number(process.env.QK_KILL_AT ?? 4_000);
 
 test(
   'Redis queue: a worker SIGKILLed at full speed loses no page; the survivor finishes the crawl',
   async () => {
-    const name = `qk${randomBytes(4).toString('hex')}`;
+    const name = crawlName();
     try {
-      expectNothingLost(await crawlWithKill('redis', { MOCRA_QUEUE: REDIS, MOCRA_NAME: name }));
+      const env = { MOCRA_QUEUE: REDIS_URL, MOCRA_NAME: name };
+      expectNothingLost(await crawlWithKill('redis', [env, env], killAt));
     } finally {
-      await deleteKeys(name);
+      await cleanup(name);
     }
   },
   CRAWL_BOUND_MS + 30_000,
 );
+
+test(
+  'NATS JetStream queue: a worker SIGKILLed at full speed loses no page',
+  async () => {
+    const name = crawlName();
+    try {
+      const env = { MOCRA_QUEUE: NATS_URL, MOCRA_COORDINATION: REDIS_URL, MOCRA_NAME: name };
+      expectNothingLost(await crawlWithKill('nats', [env, env], killAt));
+    } finally {
+      await cleanup(name);
+    }
+  },
+  CRAWL_BOUND_MS + 30_000,
+);
+
+test(
+  'Raft control plane over a Redis queue: one of three nodes SIGKILLed at full speed loses no page',
+  async () => {
+    const name = crawlName();
+    const dir = tempDir('queue-kill-raft');
+    try {
+      const addrs = await Promise.all([freePort(), freePort(), freePort()]).then((ports) =>
+        ports.map((p) => `127.0.0.1:${p}`),
+      );
+      const envs = addrs.map((addr, i) => ({
+        MOCRA_QUEUE: REDIS_URL,
+        MOCRA_NAME: name,
+        MOCRA_COORDINATION: `raft://${addr}?id=n${i}&dir=${path.join(dir, `n${i}`)}${i === 0 ? '' : `&join=${addrs[0]}`}`,
+      }));
+      expectNothingLost(await crawlWithKill('raft', envs, killAt));
+    } finally {
+      await cleanup(name);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  CRAWL_BOUND_MS + 30_000,
+);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
