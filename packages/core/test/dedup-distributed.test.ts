@@ -118,6 +118,23 @@ for (const h of harnesses) {
       await h.destroy(first);
     });
 
+    test('a redelivery re-admits what a dead worker claimed, even where the survivor saw those fingerprints as seen', async () => {
+      const s = scope();
+      const dead = await make(s);
+      expect(await dead.markSeen([fp(20), fp(21)], { claim: 'msg-1' })).toEqual([true, true]);
+      // The survivor meets the same links on other pages first: seen, and remembered as seen.
+      const survivor = await make(s);
+      expect(await survivor.markSeen([fp(20), fp(21)], { claim: 'msg-2' })).toEqual([false, false]);
+      expect(await survivor.markSeen([fp(20)], { claim: 'msg-3' })).toEqual([false]);
+      // Then the dead worker's message reaches it: what that message marked is new to it again.
+      expect(
+        await survivor.markSeen([fp(20), fp(21), fp(22)], { claim: 'msg-1', redelivered: true }),
+      ).toEqual([true, true, true]);
+      // Still seen to everyone else.
+      expect(await survivor.markSeen([fp(20), fp(22)], { claim: 'msg-4' })).toEqual([false, false]);
+      await h.destroy(dead);
+    });
+
     test('scopes are separate sets', async () => {
       const a = await make(scope());
       const b = await make(scope());

@@ -11,6 +11,11 @@
  * message published what it admitted): asked again under the same claim it goes to the shared
  * set; asked under another claim it is one remote lookup that answers "seen".
  *
+ * A claim marked by another process is unknown here: this process may have learned its
+ * fingerprints as seen (met as links of other pages) before the dead worker's message reaches
+ * it. A redelivered message's batch therefore skips the known set and asks the shared set for
+ * every fingerprint — redeliveries are rare, so this costs little.
+ *
  * ```
  *   known:  two FingerprintSets (typed arrays, 16 bytes a key; when the current one holds
  *           `capacity` keys the older one is dropped — a dropped key only costs a lookup)
@@ -25,6 +30,7 @@
 
 import { KEY_BYTES, keyOf } from '../frontier/dedup/fingerprint-key.js';
 import { FingerprintSet } from '../frontier/dedup/fingerprint-set.js';
+import type { MarkSeenOptions } from '../frontier/dedup.js';
 
 /** Claims held at once: a process handles at most a few hundred messages concurrently. */
 const MAX_HELD_CLAIMS = 4096;
@@ -107,7 +113,7 @@ export class SeenCache {
  */
 export async function markSeenThroughCache(
   fingerprints: readonly string[],
-  claim: string | undefined,
+  { claim, redelivered = false }: MarkSeenOptions,
   cache: SeenCache,
   remote: (fingerprints: string[]) => Promise<boolean[]>,
 ): Promise<boolean[]> {
@@ -119,7 +125,7 @@ export async function markSeenThroughCache(
     const fp = fingerprints[i]!;
     if (firstAt.has(fp)) continue;
     firstAt.set(fp, i);
-    if (mine?.has(fp) || !cache.has(fp)) ask.push(fp);
+    if (redelivered || mine?.has(fp) || !cache.has(fp)) ask.push(fp);
   }
   if (ask.length > 0) {
     const fresh = await remote(ask);

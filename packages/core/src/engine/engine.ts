@@ -788,7 +788,7 @@ export class Engine {
       }
       started.push(registered);
     }
-    const result = await this.#admitAndPublish(requests, 'task', delivery.id);
+    const result = await this.#admitAndPublish(requests, 'task', admissionClaimOf(delivery));
     if (result !== undefined) return result; // put back: the entry nodes are not done yet
     for (const registered of started) joins.push(...this.modules.onTaskDone(registered, task.runId));
     await this.#publishJoins(joins, task);
@@ -845,7 +845,7 @@ export class Engine {
       this.#claim(r, registered, node, followUp.runId, followUp.account, followUp.depth);
       if (followUp.platform !== undefined) r.platform ??= followUp.platform;
     }
-    const result = await this.#admitAndPublish(requests, 'parserTask', delivery.id);
+    const result = await this.#admitAndPublish(requests, 'parserTask', admissionClaimOf(delivery));
     if (result !== undefined) return result; // put back: the hand-off is not done yet
     await this.#publishJoins(this.modules.onUnitDone(followUp.runId, moduleName, node.id), followUp);
     return undefined;
@@ -908,16 +908,20 @@ export class Engine {
   }
 
   /**
-   * `claim` is the id of the message being handled: a shared deduplicator re-admits what this
-   * message marked if it is delivered again (its handler died between marking and publishing).
-   * For the same reason a failed publish of the admitted requests puts this same message back
-   * (nack), instead of a retry that would be a new message with another id.
+   * `admission.claim` names the work being handled (admissionClaimOf): a shared deduplicator
+   * re-admits what it marked if that work is delivered again (its handler died between marking
+   * and publishing). For the same reason a failed publish of the admitted requests puts this
+   * same message back (nack), instead of a retry that would be a new message with another id.
    */
-  async #admitAndPublish(requests: Request[], stage: StageName, claim: string): Promise<HandlerResult> {
+  async #admitAndPublish(
+    requests: Request[],
+    stage: StageName,
+    admission: AdmissionClaim,
+  ): Promise<HandlerResult> {
     if (requests.length === 0) return undefined;
-    const { admitted, invalid } = await this.frontier.admit(requests, { claim });
+    const { admitted, invalid } = await this.frontier.admit(requests, admission);
     // Returned, not awaited (see #publishAdmitted).
-    return this.#publishAdmitted(admitted, invalid, stage, claim);
+    return this.#publishAdmitted(admitted, invalid, stage, admission.claim);
   }
 
   /**
@@ -1100,10 +1104,11 @@ export class Engine {
         payload: response,
         priority: delivery.priority,
         key: delivery.key,
+        headers: parseClaimHeaders(delivery),
       });
       if (this.#runners.get('parse')?.runHere(local)) return { settleAfter: local.settled };
     }
-    await this.#publishResponse(delivery, response);
+    await this.#publishResponse(delivery, response, parseClaimHeaders(delivery));
     return undefined;
   }
 
@@ -1114,9 +1119,18 @@ export class Engine {
     if (channels.response.hasSubscribers) channels.response.publish({ request, response });
   }
 
-  async #publishResponse(delivery: Delivery<Request | RequestData>, response: Response): Promise<void> {
+  async #publishResponse(
+    delivery: Delivery<Request | RequestData>,
+    response: Response,
+    headers?: Record<string, string>,
+  ): Promise<void> {
     await this.#topics.response.publish([
-      { payload: response, priority: delivery.priority, ...keyOf(delivery.key) },
+      {
+        payload: response,
+        priority: delivery.priority,
+        ...keyOf(delivery.key),
+        ...(headers === undefined ? {} : { headers }),
+      },
     ]);
   }
 
@@ -1278,7 +1292,7 @@ export class Engine {
     if (carried.length === 0) return this.#parseDone(rejected, request, runId, moduleName, nodeId);
     // Returned, not awaited: this frame holds the parse context and every follow-up request,
     // which must not stay on the heap while the admitted requests are written (see #publishAdmitted).
-    return this.#admitCarried(carried, delivery.id).then(
+    return this.#admitCarried(carried, admissionClaimOf(delivery)).then(
       (putBack) => putBack ?? this.#parseDone(rejected, request, runId, moduleName, nodeId),
     );
   }
@@ -1302,7 +1316,7 @@ export class Engine {
    * that made them: the same stop check, claim, admission (one batch, claimed under the parsed
    * response's message id) and unit bookkeeping, in the same order.
    */
-  async #admitCarried(followUps: readonly FollowUpTask[], claim: string): Promise<HandlerResult> {
+  async #admitCarried(followUps: readonly FollowUpTask[], admission: AdmissionClaim): Promise<HandlerResult> {
     this.modules.onFollowUpsPublished(followUps);
     const requests: Request[] = [];
     const admitted: {
@@ -1338,7 +1352,7 @@ export class Engine {
       admitted.push({ runId, module, node: followUp.node, account, platform });
     }
     // Returned, not awaited: this frame holds the requests (see #publishAdmitted).
-    return this.#admitAndPublish(requests, 'parse', claim).then(async (result) => {
+    return this.#admitAndPublish(requests, 'parse', admission).then(async (result) => {
       if (result !== undefined) return result; // put back: the parse runs again (same item ids)
       for (const unit of admitted) {
         await this.#publishJoins(this.modules.onUnitDone(unit.runId, unit.module, unit.node), unit);
@@ -1823,6 +1837,36 @@ function describeDelivery(delivery: Delivery<unknown>): string {
 
 function keyOf(key: string | undefined): { key?: string } {
   return key === undefined ? {} : { key };
+}
+
+/**
+ * Who admits a handler's requests, for the shared dedup set (MarkSeenOptions): the message being
+ * handled — or, for the parse of a downloaded page, the request message it was downloaded for,
+ * so that the parse has one claim whichever way it ran (in the downloading process or from the
+ * response topic) and however often the page is fetched again.
+ */
+interface AdmissionClaim {
+  claim: string;
+  redelivered: boolean;
+}
+
+/** Carried by a page from its download to its parse (see AdmissionClaim). */
+const PARSE_CLAIM_HEADER = 'mocra-parse-claim';
+/** Set on it when the request message had been delivered before. */
+const PARSE_CLAIM_REDELIVERED_HEADER = 'mocra-parse-claim-redelivered';
+
+function parseClaimHeaders(download: Delivery<unknown>): Record<string, string> {
+  const headers: Record<string, string> = { [PARSE_CLAIM_HEADER]: `${download.id}>parse` };
+  if (download.attempt > 1) headers[PARSE_CLAIM_REDELIVERED_HEADER] = '1';
+  return headers;
+}
+
+function admissionClaimOf(delivery: Delivery<unknown>): AdmissionClaim {
+  const carried = delivery.headers[PARSE_CLAIM_HEADER];
+  return {
+    claim: carried ?? delivery.id,
+    redelivered: delivery.attempt > 1 || delivery.headers[PARSE_CLAIM_REDELIVERED_HEADER] === '1',
+  };
 }
 
 /** Failures recorded on a message so far (the error stage stamps this header on retries). */

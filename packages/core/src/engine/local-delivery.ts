@@ -16,6 +16,8 @@ export interface LocalDeliveryFields<T> {
   payload: T;
   priority: number;
   key: string | undefined;
+  /** Kept when the work is put back on the topic. @default {} */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export class LocalDelivery<T> implements Delivery<T> {
@@ -26,7 +28,7 @@ export class LocalDelivery<T> implements Delivery<T> {
   readonly priority: number;
   readonly attempt = 1;
   readonly publishedAt = Date.now();
-  readonly headers: Readonly<Record<string, string>> = {};
+  readonly headers: Readonly<Record<string, string>>;
   readonly leaseDeadline = Number.POSITIVE_INFINITY;
   /** Resolves once the handler's outcome is settled; rejects if a put-back failed. */
   readonly settled: Promise<void>;
@@ -41,6 +43,7 @@ export class LocalDelivery<T> implements Delivery<T> {
     this.payload = fields.payload;
     this.priority = fields.priority;
     this.key = fields.key;
+    this.headers = fields.headers ?? {};
     this.settled = new Promise<void>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -77,6 +80,7 @@ export class LocalDelivery<T> implements Delivery<T> {
         {
           payload: this.payload,
           priority: this.priority,
+          headers: { ...this.headers },
           ...(delayMs > 0 ? { delayMs } : {}),
           ...(this.key === undefined ? {} : { key: this.key }),
         },

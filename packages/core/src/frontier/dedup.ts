@@ -14,6 +14,13 @@ export interface MarkSeenOptions {
    * publishing), so that crash loses nothing; anyone else still sees it as seen.
    */
   claim?: string;
+  /**
+   * The claim's message was delivered before, so an earlier handler (perhaps in a process that
+   * died) may have marked fingerprints under it: a deduplicator that answers from a local cache
+   * asks the shared set again for this batch, since what it remembers as seen may be exactly
+   * what that claim marked.
+   */
+  redelivered?: boolean;
 }
 
 export interface Deduplicator {

@@ -43,6 +43,8 @@ export interface FrontierOptions {
 export interface AdmitOptions {
   /** The queue message whose handler admits these requests (see MarkSeenOptions.claim). */
   claim?: string;
+  /** That message was delivered before (see MarkSeenOptions.redelivered). @default false */
+  redelivered?: boolean;
 }
 
 export interface AdmissionResult {
@@ -116,7 +118,7 @@ export class Frontier {
           ? []
           : options.claim === undefined
             ? this.#seen.markSeen(keys)
-            : this.#seen.markSeen(keys, { claim: options.claim });
+            : this.#seen.markSeen(keys, { claim: options.claim, redelivered: options.redelivered ?? false });
       fresh = answer instanceof Promise ? await answer : answer;
     }
     const admitted: Request[] = [];

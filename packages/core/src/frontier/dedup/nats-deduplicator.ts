@@ -124,7 +124,7 @@ export class NatsDeduplicator implements Deduplicator {
 
   markSeen(fingerprints: readonly string[], options: MarkSeenOptions = {}): Promise<boolean[]> {
     const claim = options.claim;
-    return markSeenThroughCache(fingerprints, claim, this.#cache, (ask) =>
+    return markSeenThroughCache(fingerprints, options, this.#cache, (ask) =>
       Promise.all(ask.map((fp) => this.#markOne(fp, claim))),
     );
   }

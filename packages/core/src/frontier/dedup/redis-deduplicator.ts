@@ -176,7 +176,7 @@ export class RedisDeduplicator implements Deduplicator {
 
   markSeen(fingerprints: readonly string[], options: MarkSeenOptions = {}): Promise<boolean[]> {
     const claim = options.claim;
-    return markSeenThroughCache(fingerprints, claim, this.#cache, (ask) => this.#mark(ask, claim));
+    return markSeenThroughCache(fingerprints, options, this.#cache, (ask) => this.#mark(ask, claim));
   }
 
   async #mark(fingerprints: string[], claim: string | undefined): Promise<boolean[]> {
