@@ -624,6 +624,7 @@ export {
   scheduleModuleCrons,
 } from './module/index.js';
 export type {
+  DagMessage,
   DigestedFailure,
   DropMessage,
   ErrorExample,
@@ -664,6 +665,7 @@ export {
 export type {
   BreakerStateLabel,
   CounterKey,
+  DagTotals,
   EngineStateLabel,
   EngineTelemetryOptions,
   GaugeKey,
@@ -688,6 +690,7 @@ export {
   attachEngineTelemetry,
   CRAWL_PIPELINE,
   createMetrics,
+  DAG_PIPELINE,
   DEFAULT_LABEL_LIMITS,
   EngineTelemetry,
   errorKind,

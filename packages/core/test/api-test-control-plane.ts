@@ -31,6 +31,7 @@ import {
   type QueueBackend,
   UnknownModuleError,
 } from '../src/index.js';
+import { emptyDagTotals } from '../src/observability/metrics/dag-telemetry.js';
 
 export const TEST_TOPICS = ['task', 'request', 'response', 'parser_task', 'error'] as const;
 
@@ -98,6 +99,7 @@ export class TestControlPlane implements ControlPlane {
       pending,
       inflight: 0,
       stages: { task: stage(0), download: stage(1), parse: stage(2), parserTask: stage(3), error: stage(4) },
+      dag: emptyDagTotals(),
       throughput: {
         download: { success: this.pages, failure: 0, total: this.pages, successRate: this.pages ? 1 : null },
       },

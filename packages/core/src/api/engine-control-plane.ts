@@ -194,6 +194,7 @@ export class EngineControlPlane implements ControlPlane {
       stages: stats.stages,
       throughput: this.#telemetry.throughput(),
       latency: this.#telemetry.latency(),
+      dag: this.#telemetry.dag(),
       totals: {
         pages: stats.pages,
         items: stats.items,

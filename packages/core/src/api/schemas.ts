@@ -172,6 +172,26 @@ export const latencyViewSchema = named(
   }),
 );
 
+const successFailure = z.object({ success: count, failure: count });
+
+export const dagViewSchema = named(
+  'DagView',
+  z.object({
+    /** DAG job runs that finished, by outcome. */
+    runs: successFailure,
+    /** Node attempts that finished, by outcome. */
+    attempts: successFailure,
+    retries: count,
+    /** Node attempts and runs that ran past their timeout. */
+    timeouts: count,
+    runGuard: z.object({ acquired: count, contended: count, lost: count }),
+    fencingRejections: count,
+    checkpointWrites: count,
+    /** Nodes served by another with the same idempotency key. */
+    singleflightHits: count,
+  }),
+);
+
 export const engineViewSchema = named(
   'EngineView',
   z.object({
@@ -198,6 +218,8 @@ export const engineViewSchema = named(
     stages: z.record(z.string(), stageViewSchema),
     throughput: z.record(z.string(), throughputViewSchema),
     latency: z.record(z.string(), latencyViewSchema),
+    /** What the engine's DAG jobs did (all zero without DAG jobs). */
+    dag: dagViewSchema,
     totals: z.object({
       pages: count,
       items: count,

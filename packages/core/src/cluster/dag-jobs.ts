@@ -26,9 +26,11 @@
 import {
   type Dag,
   DagError,
+  type DagEvent,
   type DagReport,
   DagScheduler,
   type DagSchedulerOptions,
+  type EventSink,
   isJsonContentType,
   type Payload,
   readJson,
@@ -39,6 +41,7 @@ import type { Coordination } from '../coordination/types.js';
 import type { Engine } from '../engine/engine.js';
 import { InvalidArgumentError, RetryLaterError } from '../errors.js';
 import type { GenerateContext, Module, ModuleCron } from '../module/types.js';
+import { channels, type DagMessage } from '../observability/channels.js';
 import type { CronInput } from '../schedule/cron.js';
 import { createCoordinationFencingStore } from './dag-fencing-store.js';
 import { createCoordinationIdempotencyStore } from './dag-idempotency-store.js';
@@ -220,6 +223,7 @@ export class DagJobs {
     const guardTtlMs = job.options.guardTtlMs ?? 30_000;
     const scheduler = new DagScheduler(job.dag, {
       ...job.options.scheduler,
+      eventSink: engineEvents(ctx.runId, name, job.options.scheduler?.eventSink),
       key: runKey,
       runGuard: { guard: createCoordinationRunGuard(a.coordination), ttlMs: guardTtlMs },
       fencing: { store: createCoordinationFencingStore(a.coordination) },
@@ -265,6 +269,19 @@ export class DagJobs {
 
 export function createDagJobs(options: DagJobsOptions = {}): DagJobs {
   return new DagJobs(options);
+}
+
+/**
+ * Hands every event of a job's run to the engine's `mocra:engine:dag` channel (metrics and the
+ * dashboard read it there, tagged with the engine run), then to the job's own sink if it has one.
+ */
+function engineEvents(runId: string, job: string, own: EventSink | undefined): EventSink {
+  return {
+    emit(event: DagEvent) {
+      if (channels.dag.hasSubscribers) channels.dag.publish({ runId, job, event } satisfies DagMessage);
+      return own?.emit(event);
+    },
+  };
 }
 
 function readable(payload: Payload): unknown {

@@ -10,6 +10,7 @@
  * ```
  */
 import diagnostics_channel from 'node:diagnostics_channel';
+import type { DagEvent } from '@mocra/dag';
 import type { ErrorEvent, StageName } from '../model/events.js';
 import type { ItemMeta } from '../model/item.js';
 import type { Request } from '../model/request.js';
@@ -71,6 +72,17 @@ export interface HandlerMessage {
   ok: boolean;
 }
 
+/**
+ * `mocra:engine:dag` — an event of a DAG job's run (`@mocra/dag`'s own event, as its scheduler
+ * emitted it). `runId` names the engine run whose task started the DAG run; the DAG run's own id
+ * is `event.runId`.
+ */
+export interface DagMessage {
+  runId: string;
+  job: string;
+  event: DagEvent;
+}
+
 export const CHANNEL_NAMES = {
   request: 'mocra:downloader:request',
   response: 'mocra:downloader:response',
@@ -80,6 +92,7 @@ export const CHANNEL_NAMES = {
   run: 'mocra:engine:run',
   stage: 'mocra:engine:stage',
   handler: 'mocra:engine:handler',
+  dag: 'mocra:engine:dag',
 } as const;
 
 export const channels = {
@@ -91,4 +104,5 @@ export const channels = {
   run: diagnostics_channel.channel(CHANNEL_NAMES.run),
   stage: diagnostics_channel.channel(CHANNEL_NAMES.stage),
   handler: diagnostics_channel.channel(CHANNEL_NAMES.handler),
+  dag: diagnostics_channel.channel(CHANNEL_NAMES.dag),
 } as const;

@@ -1,4 +1,5 @@
 export type {
+  DagMessage,
   DropMessage,
   ErrorMessage,
   HandlerMessage,

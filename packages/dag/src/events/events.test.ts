@@ -6,6 +6,7 @@ import {
   createManualClock,
   createMemoryEventSink,
   createMemoryRunGuard,
+  createMemoryRunStateStore,
   DAG_CHANNELS,
   type DagEvent,
   DagScheduler,
@@ -46,6 +47,7 @@ describe('events', () => {
       'run-started',
       'node-ready:a',
       'node-running:a',
+      'node-attempt-failed:a',
       'node-retry-scheduled:a',
       'node-ready:a',
       'node-running:a',
@@ -77,6 +79,66 @@ describe('events', () => {
       ['b', 1, 'run', 0],
     ]);
     expect(sink.ofType('run-succeeded')[0]?.durationMs).toBe(10);
+  });
+
+  test('attempt failures (a timeout among them), checkpoint writes and a refused guard are events too', async () => {
+    const clock = createManualClock(1_000);
+    const sink = createMemoryEventSink();
+    const guard = createMemoryRunGuard({ clock });
+    let attempts = 0;
+    const dag = createDag([
+      {
+        id: 'slow',
+        timeoutMs: 50,
+        retry: { maxRetries: 1, backoff: { kind: 'fixed', delayMs: 0 } },
+        run: () => (++attempts === 1 ? deferred<Payload>().promise : Promise.resolve(EMPTY_PAYLOAD)),
+      },
+      { id: 'after', after: ['slow'], run: async () => EMPTY_PAYLOAD },
+    ]);
+    const scheduler = new DagScheduler(dag, {
+      clock,
+      eventSink: sink,
+      key: 'job',
+      runGuard: { guard, ttlMs: 60_000 },
+      runState: { store: createMemoryRunStateStore() },
+    });
+    const held = await guard.acquire('job', 'someone-else', 60_000);
+    await expect(scheduler.run({ runId: 'refused' })).rejects.toMatchObject({
+      code: 'MOCRA_ERR_DAG_RUN_IN_PROGRESS',
+    });
+    expect(sink.events.map(brief)).toEqual(['run-guard-refused']);
+    expect(sink.ofType('run-guard-refused')[0]).toMatchObject({
+      runId: 'refused',
+      key: 'job',
+      reason: 'held',
+    });
+    await guard.release(held!);
+    sink.clear();
+
+    const run = scheduler.run({ runId: 'r' });
+    await clock.advance(50);
+    await run;
+    const types = sink.events.map(brief);
+    expect(types.slice(types.indexOf('node-running:slow'))).toEqual([
+      'node-running:slow',
+      'node-attempt-failed:slow',
+      'node-retry-scheduled:slow',
+      'node-ready:slow',
+      'node-running:slow',
+      'node-checkpointed:slow',
+      'node-succeeded:slow',
+      'node-ready:after',
+      'node-running:after',
+      'node-checkpointed:after',
+      'node-succeeded:after',
+      'run-guard-released',
+      'run-succeeded',
+    ]);
+    expect(sink.ofType('node-attempt-failed')[0]).toMatchObject({
+      attempt: 1,
+      durationMs: 50,
+      error: { code: 'MOCRA_ERR_DAG_NODE_TIMEOUT' },
+    });
   });
 
   test('a failed run: node-failed, node-cancelled and run-failed with the unfinished nodes', async () => {

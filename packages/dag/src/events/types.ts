@@ -7,14 +7,18 @@
  *
  * ```
  *  pending ─node-ready─▶ ready ─node-running─▶ running ─node-succeeded─▶ succeeded
- *     │                    │                      │  └──node-retry-scheduled─▶ backoff ─▶ ready
- *     │                    │                      └──node-failed─▶ failed
+ *     │                    │                      │  └─node-attempt-failed─┬─node-retry-scheduled─▶ backoff ─▶ ready
+ *     │                    │                      │                        └─node-failed─▶ failed
+ *     │                    │                      └──node-failed (a store refused the output)─▶ failed
  *     │                    └─node-singleflight-wait─▶ waiting ─node-succeeded (singleflight)─▶ succeeded
  *     └─node-restored (from a checkpoint)─▶ succeeded
  *
  *  running, waiting, backoff ─node-cancelled─▶ cancelled   (when the run stops; pending and
  *                                                          ready nodes keep their state)
  * ```
+ *
+ * With a run-state store, `node-checkpointed` follows each checkpoint write (before the node's
+ * `node-succeeded`). A run the guard refused emits only `run-guard-refused`.
  */
 import type { SerializedError } from '../errors.js';
 
@@ -69,6 +73,13 @@ export interface RunGuardLostEvent extends RunEventBase {
   readonly key: string;
   readonly error: SerializedError;
 }
+/** The run did not start: another owner holds the guard (`held`) or asking failed (`error`). */
+export interface RunGuardRefusedEvent extends RunEventBase {
+  readonly type: 'run-guard-refused';
+  readonly key: string;
+  readonly reason: 'held' | 'error';
+  readonly error?: SerializedError;
+}
 export interface RunGuardReleasedEvent extends RunEventBase {
   readonly type: 'run-guard-released';
   readonly key: string;
@@ -84,6 +95,7 @@ export type DagRunEvent =
   | RunGuardAcquiredEvent
   | RunGuardRenewedEvent
   | RunGuardLostEvent
+  | RunGuardRefusedEvent
   | RunGuardReleasedEvent;
 
 interface NodeEventBase extends RunEventBase {
@@ -117,6 +129,13 @@ export interface NodeRetryScheduledEvent extends NodeEventBase {
   /** The wait is the node's circuit breaker being open, not its backoff. */
   readonly breakerOpen: boolean;
 }
+/** One attempt failed (threw, rejected, timed out or returned no payload); a retry or the final failure follows. */
+export interface NodeAttemptFailedEvent extends NodeEventBase {
+  readonly type: 'node-attempt-failed';
+  readonly error: SerializedError;
+  /** From the start of the attempt to its failure. */
+  readonly durationMs: number;
+}
 export interface NodeFailedEvent extends NodeEventBase {
   readonly type: 'node-failed';
   readonly error: SerializedError;
@@ -128,6 +147,10 @@ export interface NodeCancelledEvent extends NodeEventBase {
 export interface NodeRestoredEvent extends NodeEventBase {
   readonly type: 'node-restored';
 }
+/** The node's output was written to the run-state store (the run resumes from it). */
+export interface NodeCheckpointedEvent extends NodeEventBase {
+  readonly type: 'node-checkpointed';
+}
 export interface NodeSingleflightWaitEvent extends NodeEventBase {
   readonly type: 'node-singleflight-wait';
 }
@@ -137,9 +160,11 @@ export type DagNodeEvent =
   | NodeRunningEvent
   | NodeSucceededEvent
   | NodeRetryScheduledEvent
+  | NodeAttemptFailedEvent
   | NodeFailedEvent
   | NodeCancelledEvent
   | NodeRestoredEvent
+  | NodeCheckpointedEvent
   | NodeSingleflightWaitEvent;
 
 export type DagEvent = DagRunEvent | DagNodeEvent;

@@ -47,8 +47,9 @@ import {
   RunTimeoutError,
   serializeError,
 } from '../errors.js';
-import { nodeChannel, runChannel, sinkErrorChannel, storeErrorChannel } from '../events/channels.js';
-import type { DagEvent, DagNodeEvent, DagRunEvent, EventSink } from '../events/types.js';
+import { nodeChannel, storeErrorChannel } from '../events/channels.js';
+import { emitNodeEvent, emitRunEvent } from '../events/emit.js';
+import type { DagNodeEvent, DagRunEvent, EventSink } from '../events/types.js';
 import { MinHeap } from '../graph/analyze.js';
 import type { DagNode } from '../graph/node.js';
 import { isPayload, type Payload } from '../payload/payload.js';
@@ -611,8 +612,18 @@ export class Run implements ContextSource {
   #attemptFailed(i: number, g: number, error: unknown): void {
     if (this.#gen[i] !== g) return;
     this.#gen[i]!++;
+    const ctx = this.#contexts[i];
     this.#contexts[i] = undefined;
     this.#free(i);
+    if (this.#observed()) {
+      const startedAt = ctx?.startedAt ?? 0;
+      this.#emitNode({
+        type: 'node-attempt-failed',
+        ...this.#nodeBase(i),
+        error: serializeError(error),
+        durationMs: startedAt === 0 ? 0 : this.#clock.now() - startedAt,
+      });
+    }
     const policy = this.#shape.policies[i] as ResolvedPolicy;
     const attempt = this.#attempts[i] as number;
     let breakerWait = 0;
@@ -707,6 +718,8 @@ export class Run implements ContextSource {
         } catch (cause) {
           throw cause instanceof FencingTokenRejectedError ? cause : new RunStateError('save', key, cause);
         }
+        if (!this.#finished && this.#observed())
+          this.#emitNode({ type: 'node-checkpointed', ...this.#nodeBase(i) });
       }
     } catch (error) {
       failure = error;
@@ -966,28 +979,11 @@ export class Run implements ContextSource {
   }
 
   #emitNode(event: DagNodeEvent): void {
-    if (nodeChannel.hasSubscribers) nodeChannel.publish(event);
-    if (this.#sink !== undefined) this.#deliver(event);
+    emitNodeEvent(this.#sink, event);
   }
 
   #emitRun(event: DagRunEvent): void {
-    if (runChannel.hasSubscribers) runChannel.publish(event);
-    if (this.#sink !== undefined) this.#deliver(event);
-  }
-
-  #deliver(event: DagEvent): void {
-    try {
-      const r = (this.#sink as EventSink).emit(event);
-      if (r !== undefined && typeof (r as Promise<void>).then === 'function') {
-        (r as Promise<void>).then(undefined, (error: unknown) => this.#sinkError(error, event));
-      }
-    } catch (error) {
-      this.#sinkError(error, event);
-    }
-  }
-
-  #sinkError(error: unknown, event: DagEvent): void {
-    if (sinkErrorChannel.hasSubscribers) sinkErrorChannel.publish({ error, event });
+    emitRunEvent(this.#sink, event);
   }
 
   #storeError(error: unknown, operation: string): void {

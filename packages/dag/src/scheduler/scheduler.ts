@@ -11,13 +11,16 @@ import {
   RunGuardAcquireError,
   RunInProgressError,
   RunStateError,
+  serializeError,
 } from '../errors.js';
 import { storeErrorChannel } from '../events/channels.js';
+import { emitRunEvent } from '../events/emit.js';
+import type { EventSink } from '../events/types.js';
 import { compiledOf, type Dag } from '../graph/dag.js';
 import { type BreakerState, CircuitBreakers } from '../policy/circuit-breaker.js';
 import { policyProblem, type ResolvedPolicy, resolvePolicy } from '../policy/retry.js';
 import type { NodePolicy } from '../policy/types.js';
-import { systemClock } from '../time/clock.js';
+import { type Clock, systemClock } from '../time/clock.js';
 import { Run, type RunConfig, type SchedulerShape } from './run.js';
 import type { DagReport, DagRunOptions, DagSchedulerOptions } from './types.js';
 
@@ -214,9 +217,15 @@ export class DagScheduler {
       try {
         lease = await guard.guard.acquire(guardKey, owner, ttlMs);
       } catch (cause) {
-        throw new RunGuardAcquireError(guardKey, cause);
+        const error = new RunGuardAcquireError(guardKey, cause);
+        refused(o.eventSink, clock, runOptions.runId ?? owner, guardKey, error);
+        throw error;
       }
-      if (lease === undefined) throw new RunInProgressError(guardKey);
+      if (lease === undefined) {
+        const error = new RunInProgressError(guardKey);
+        refused(o.eventSink, clock, runOptions.runId ?? owner, guardKey, error);
+        throw error;
+      }
     }
     const fencingToken = runOptions.fencingToken ?? lease?.token;
 
@@ -262,6 +271,24 @@ export class DagScheduler {
     };
     return new Run(this.#shape, config).execute();
   }
+}
+
+function refused(
+  sink: EventSink | undefined,
+  clock: Clock,
+  runId: string,
+  key: string,
+  error: RunGuardAcquireError | RunInProgressError,
+): void {
+  emitRunEvent(sink, {
+    type: 'run-guard-refused',
+    runId,
+    fencingToken: undefined,
+    timestampMs: clock.now(),
+    key,
+    reason: error instanceof RunInProgressError ? 'held' : 'error',
+    ...(error instanceof RunInProgressError ? {} : { error: serializeError(error) }),
+  });
 }
 
 async function releaseQuietly(

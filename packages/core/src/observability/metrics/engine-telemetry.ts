@@ -10,7 +10,8 @@
  *  mocra:engine:error  ───┤    messages only, by runId or     │
  *  mocra:queue:*       ───┤    topic identity)                └─▶ host table (bounded)
  *  mocra:policy:breaker ──┤
- *  mocra:policy:decision ─┘   (threshold verdicts)
+ *  mocra:policy:decision ─┤   (threshold verdicts)
+ *  mocra:engine:dag ──────┘   (DAG jobs' runs: dag-telemetry.ts)
  *  engine.stats(), topic.stats()  ── read by a collector before every /metrics exposition
  * ```
  *
@@ -28,6 +29,7 @@ import { type ErrorEvent, STAGE_TOPICS, type StageName, TOPICS } from '../../mod
 import type { ThresholdDecision } from '../../policy/error-thresholds.js';
 import {
   CHANNEL_NAMES,
+  type DagMessage,
   type DropMessage,
   type ErrorMessage,
   type HandlerMessage,
@@ -35,6 +37,7 @@ import {
   type RequestMessage,
   type ResponseMessage,
 } from '../channels.js';
+import { type DagTotals, emptyDagTotals, recordDagEvent } from './dag-telemetry.js';
 import { CRAWL_PIPELINE, errorKind, THRESHOLD_DECISION_LABELS } from './families.js';
 import { hostLabel, statusClass } from './label-guard.js';
 import type { BreakerStateLabel, EngineStateLabel, MocraMetrics } from './mocra-metrics.js';
@@ -142,6 +145,7 @@ export class EngineTelemetry {
   readonly #hosts = new Map<string, HostState & { latencySum: number; latencyCount: number }>();
   readonly #maxHosts: number;
   readonly #pauseScope: 'local' | 'cluster';
+  readonly #dag = emptyDagTotals();
   readonly #unsubscribe: (() => void)[] = [];
   #closed = false;
 
@@ -166,6 +170,9 @@ export class EngineTelemetry {
     this.#on<ResponseMessage>(CHANNEL_NAMES.response, (m) => this.#onResponse(m));
     this.#on<ItemMessage>(CHANNEL_NAMES.item, (m) => this.#onItem(m));
     this.#on<ErrorMessage>(CHANNEL_NAMES.error, (m) => this.#onError(m));
+    this.#on<DagMessage>(CHANNEL_NAMES.dag, (m) => {
+      if (this.#mine(m.runId)) recordDagEvent(m.event, this.#dag, this.metrics);
+    });
     this.#on<DropMessage>(CHANNEL_NAMES.drop, (m) => {
       if (this.#mine(m.request.runId)) this.metrics?.inc('frontierRejections', { reason: 'gate_drop' });
     });
@@ -240,6 +247,11 @@ export class EngineTelemetry {
       };
     }
     return out;
+  }
+
+  /** What this engine's DAG jobs did so far. */
+  dag(): DagTotals {
+    return structuredClone(this.#dag);
   }
 
   /** Per stage: handler duration percentiles over the recent window. */

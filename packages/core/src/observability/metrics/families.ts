@@ -254,6 +254,42 @@ export const METRIC_FAMILIES = {
     help: 'Log records a sink discarded (invalid: not a JSON record), by level and reason.',
     labelNames: ['sink', 'level', 'reason'],
   },
+  dagRetries: {
+    name: 'mocra_dag_retries_total',
+    type: 'counter',
+    help: 'DAG node retries scheduled: reason backoff (an attempt failed) or breaker (the node circuit breaker was open).',
+    labelNames: ['pipeline', 'reason'],
+  },
+  dagTimeouts: {
+    name: 'mocra_dag_timeouts_total',
+    type: 'counter',
+    help: 'DAG timeouts: scope node (an attempt ran past its timeout and was aborted) or run (the whole run did).',
+    labelNames: ['pipeline', 'scope'],
+  },
+  dagRunGuard: {
+    name: 'mocra_dag_run_guard_total',
+    type: 'counter',
+    help: 'DAG run-guard events: acquired, contended (another owner holds it), acquire_failed, renewed, lost, released, release_failed.',
+    labelNames: ['pipeline', 'event'],
+  },
+  dagFencingRejections: {
+    name: 'mocra_dag_fencing_rejections_total',
+    type: 'counter',
+    help: 'DAG node outputs refused because a newer fencing token had written for the run.',
+    labelNames: ['pipeline'],
+  },
+  dagCheckpointWrites: {
+    name: 'mocra_dag_checkpoint_writes_total',
+    type: 'counter',
+    help: 'DAG node outputs written to the run checkpoint (a resumed run restores them).',
+    labelNames: ['pipeline'],
+  },
+  dagSingleflightHits: {
+    name: 'mocra_dag_singleflight_hits_total',
+    type: 'counter',
+    help: 'DAG nodes served by another node with the same idempotency key: source cache (already done) or singleflight (waited for it).',
+    labelNames: ['pipeline', 'source'],
+  },
   labelOverflow: {
     name: 'mocra_label_overflow_total',
     type: 'counter',
@@ -281,8 +317,10 @@ export const DEFAULT_LABEL_LIMITS: Readonly<Record<string, number>> = Object.fre
   operation: 20,
 });
 
-/** The pipeline label of the engine's stages; the DAG executor reports as `dag`. */
+/** The pipeline label of the engine's stages. */
 export const CRAWL_PIPELINE = 'crawl';
+/** The pipeline label of the DAG executor's runs and node attempts (DAG jobs). */
+export const DAG_PIPELINE = 'dag';
 
 /** Error-code → kind, so dashboards can group codes without listing each one. */
 const KIND_BY_CODE: Readonly<Record<string, string>> = {

@@ -1,3 +1,4 @@
+export type { DagTotals } from './dag-telemetry.js';
 export type {
   EngineTelemetryOptions,
   HostState,
@@ -8,6 +9,7 @@ export { attachEngineTelemetry, EngineTelemetry, STAGE_LABELS } from './engine-t
 export type { MetricFamilyKey, MetricFamilySpec, MetricType } from './families.js';
 export {
   CRAWL_PIPELINE,
+  DAG_PIPELINE,
   DEFAULT_LABEL_LIMITS,
   errorKind,
   LATENCY_BUCKETS,
