@@ -358,6 +358,51 @@ describe('POST /start_work', () => {
     expect(errorOf(await post(JSON.stringify({}))).issues?.[0]?.path).toBe('body.module');
   });
 
+  test('the TaskEvent body of Rust mocra: module list, named priority, run_id', async () => {
+    plane.started.length = 0;
+    const res = await post(
+      JSON.stringify({
+        account: 'alice',
+        platform: 'shop',
+        module: ['catalog'],
+        priority: 'High',
+        run_id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      }),
+    );
+    expect(res.status).toBe(202);
+    expect(res.json).toEqual({
+      accepted: true,
+      modules: ['catalog'],
+      runId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+    });
+    // module null (or absent): every module; priority Low/Normal/High map to -5/0/5.
+    const all = await post(
+      JSON.stringify({ account: 'bob', platform: 'shop', module: null, priority: 'low' }),
+    );
+    expect(all.status).toBe(202);
+    expect(all.json).toEqual({ accepted: true, runId: 'run-1' });
+    expect(plane.started).toEqual([
+      {
+        account: 'alice',
+        platform: 'shop',
+        modules: ['catalog'],
+        priority: 5,
+        runId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      },
+      { account: 'bob', platform: 'shop', priority: -5 },
+    ]);
+    const bad = await post(
+      JSON.stringify({ account: 'alice', platform: 'shop', module: ['catalog'], priority: 'Urgent' }),
+    );
+    expect(bad.status).toBe(400);
+    expect(errorOf(bad).issues).toEqual([
+      { path: 'body.priority', message: "priority must be 'Low', 'Normal' or 'High'" },
+    ]);
+    const unknown = await post(JSON.stringify({ account: 'a', platform: 'p', module: ['nope'] }));
+    expect(unknown.status).toBe(422);
+    expect(errorOf(unknown).code).toBe('MOCRA_ERR_UNKNOWN_MODULE');
+  });
+
   test('malformed JSON is 400, a non-JSON body 415, an oversize body 413', async () => {
     const bad = await post('{"module": ');
     expect(bad.status).toBe(400);

@@ -179,11 +179,18 @@ export class TestControlPlane implements ControlPlane {
   }
 
   async startWork(task: StartWorkInput): Promise<StartWorkResult> {
-    if (!this.modules.has(task.module)) throw new UnknownModuleError(task.module);
+    for (const name of task.modules ?? (task.module === undefined ? [] : [task.module])) {
+      if (!this.modules.has(name)) throw new UnknownModuleError(name);
+    }
     const runId = task.runId ?? 'run-1';
     await this.backend.topic('task').publish([{ payload: { ...task, runId } }]);
     this.started.push(task);
-    return { accepted: true, module: task.module, runId };
+    return {
+      accepted: true,
+      ...(task.module === undefined ? {} : { module: task.module }),
+      ...(task.modules === undefined ? {} : { modules: task.modules }),
+      runId,
+    };
   }
 
   dlqTopics(): readonly string[] {

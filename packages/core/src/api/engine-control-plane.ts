@@ -388,15 +388,13 @@ export class EngineControlPlane implements ControlPlane {
   async startWork(task: StartWorkInput): Promise<StartWorkResult> {
     const runId = task.runId ?? this.#engine.runId;
     this.#telemetry.adoptRun(runId);
-    await this.#engine.submit({
-      module: task.module,
+    await this.#engine.submit({ ...task, runId });
+    return {
+      accepted: true,
+      ...(task.module === undefined ? {} : { module: task.module }),
+      ...(task.modules === undefined ? {} : { modules: task.modules }),
       runId,
-      ...(task.account === undefined ? {} : { account: task.account }),
-      ...(task.platform === undefined ? {} : { platform: task.platform }),
-      ...(task.params === undefined ? {} : { params: task.params }),
-      ...(task.priority === undefined ? {} : { priority: task.priority }),
-    });
-    return { accepted: true, module: task.module, runId };
+    };
   }
 
   dlqTopics(): readonly string[] {

@@ -32,27 +32,83 @@ const name = (what: string) =>
 const bodyMustBeObject = (issue: { code: string }) =>
   issue.code === 'invalid_type' ? 'the body must be a JSON object' : undefined;
 
+/** `POST /start_work`, native body: one run of a registered module. */
+const nativeStartWorkBody = z.strictObject(
+  {
+    module: name('module'),
+    account: name('account').optional(),
+    platform: name('platform').optional(),
+    params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
+    priority: z
+      .number({ error: 'priority must be a number' })
+      .int('priority must be an integer')
+      .min(-1000, 'priority must be at least -1000')
+      .max(1000, 'priority must be at most 1000')
+      .optional(),
+    runId: name('runId').optional(),
+  },
+  { error: bodyMustBeObject },
+);
+
+/** Queue priorities of the named priorities of Rust mocra (there Low 1, Normal 5, High 10). */
+export const UPSTREAM_PRIORITIES = Object.freeze({ low: -5, normal: 0, high: 5 });
+const upstreamPriorityNames = ['Low', 'Normal', 'High', 'low', 'normal', 'high'] as const;
+
+/**
+ * `POST /start_work`, the `TaskEvent` body of Rust mocra: `module` a list of names (`null` or
+ * absent: every module of the account × platform), `priority` by name, `run_id`.
+ */
+const upstreamTaskEventBody = z.strictObject(
+  {
+    account: name('account'),
+    platform: name('platform'),
+    module: z
+      .array(name('module'), { error: 'module must be an array of module names, or null' })
+      .min(1, 'module must name at least one module (null: every module)')
+      .nullable()
+      .optional(),
+    priority: z
+      .enum(upstreamPriorityNames, { error: "priority must be 'Low', 'Normal' or 'High'" })
+      .optional(),
+    run_id: name('run_id').optional(),
+  },
+  { error: bodyMustBeObject },
+);
+
 /** `POST /start_work`: one task to put on the `task` topic (a module run: its entry nodes' generate). */
 export const startWorkBodySchema = named(
   'StartWorkBody',
-  z.strictObject(
-    {
-      module: name('module'),
-      account: name('account').optional(),
-      platform: name('platform').optional(),
-      params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
-      priority: z
-        .number({ error: 'priority must be a number' })
-        .int('priority must be an integer')
-        .min(-1000, 'priority must be at least -1000')
-        .max(1000, 'priority must be at most 1000')
-        .optional(),
-      runId: name('runId').optional(),
-    },
-    { error: bodyMustBeObject },
-  ),
-  'A task that starts a run of a registered module.',
+  z.union([nativeStartWorkBody, upstreamTaskEventBody]),
+  'A task that starts a run of a registered module; or the TaskEvent body of Rust mocra (`module` an array, `priority` Low | Normal | High, `run_id`).',
 );
+
+/** What `/start_work` hands the engine, from either body. */
+export interface StartWorkInput {
+  /** One module (native body). */
+  module?: string;
+  /** Several modules (Rust body); neither this nor `module`: every module. */
+  modules?: string[];
+  account?: string;
+  platform?: string;
+  params?: Record<string, unknown>;
+  priority?: number;
+  runId?: string;
+}
+
+/** The task a validated `/start_work` body asks for. */
+export function startWorkInputOf(body: z.output<typeof startWorkBodySchema>): StartWorkInput {
+  // Only the native body names one module as a string.
+  if (typeof body.module === 'string') {
+    return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)) as StartWorkInput;
+  }
+  const upstream = body as z.output<typeof upstreamTaskEventBody>;
+  const input: StartWorkInput = { account: upstream.account, platform: upstream.platform };
+  if (upstream.module != null) input.modules = upstream.module;
+  if (upstream.priority !== undefined)
+    input.priority = UPSTREAM_PRIORITIES[upstream.priority.toLowerCase() as keyof typeof UPSTREAM_PRIORITIES];
+  if (upstream.run_id !== undefined) input.runId = upstream.run_id;
+  return input;
+}
 
 const dlqSelectorShape = {
   topic: name('topic').optional(),
@@ -427,7 +483,14 @@ export const pauseViewSchema = named(
 
 export const startWorkResultSchema = named(
   'StartWorkResult',
-  z.object({ accepted: z.literal(true), module: z.string(), runId: z.string() }),
+  z.object({
+    accepted: z.literal(true),
+    /** The module, for a native body. */
+    module: z.string().optional(),
+    /** The modules asked for, for a Rust mocra body that names them. */
+    modules: z.array(z.string()).optional(),
+    runId: z.string(),
+  }),
 );
 
 export const dlqEntrySchema = named(

@@ -47,7 +47,12 @@ import { createHostCheck, type HostCheck } from './host-check.js';
 import { openApiDocument } from './openapi.js';
 import { RateLimiter } from './rate-limit.js';
 import { API_ROUTES, type RouteId, type RouteSpec } from './routes.js';
-import type { dlqListQuerySchema, logsQuerySchema, startWorkBodySchema } from './schemas.js';
+import {
+  type dlqListQuerySchema,
+  type logsQuerySchema,
+  type startWorkBodySchema,
+  startWorkInputOf,
+} from './schemas.js';
 import type { ControlPlane, DlqSelection, MetricsSource } from './types.js';
 
 // Loaded when a server is built: a crawl without the control API never loads fastify.
@@ -370,7 +375,7 @@ export class ApiServer {
       hosts: async () => call('hosts', () => plane.hosts()),
       queues: async () => call('queues', () => plane.queues()),
       startWork: async (_req, _reply, { body }) => {
-        const task = body as z.output<typeof startWorkBodySchema>;
+        const task = startWorkInputOf(body as z.output<typeof startWorkBodySchema>);
         return call('start_work', () => plane.startWork(task));
       },
       pause: async () => call('pause', () => plane.pause()),
@@ -444,7 +449,7 @@ export class ApiServer {
 function validate(schema: z.ZodType, value: unknown, where: 'query' | 'body'): unknown {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issues: ApiValidationIssue[] = result.error.issues.map((issue) => {
+  const issues: ApiValidationIssue[] = closestIssues(result.error.issues).map((issue) => {
     const path = [where, ...issue.path.map(String)].join('.');
     const keys = 'keys' in issue && Array.isArray(issue.keys) ? issue.keys : undefined;
     if (issue.code === 'unrecognized_keys' && keys !== undefined) {
@@ -453,6 +458,18 @@ function validate(schema: z.ZodType, value: unknown, where: 'query' | 'body'): u
     return { path, message: issue.message };
   });
   throw new ApiValidationError(issues);
+}
+
+/**
+ * A body that fits none of a union's shapes (`/start_work` takes two) is told what is wrong
+ * with the shape it is closest to — the one with the fewest issues — not "invalid input".
+ */
+function closestIssues(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [issue];
+    const best = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));
+    return closestIssues(best).map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }));
+  });
 }
 
 function selectionOf(input: DlqSelection): DlqSelection {

@@ -27,11 +27,13 @@ import type {
   pauseViewSchema,
   queuesViewSchema,
   queueViewSchema,
+  StartWorkInput,
   stageViewSchema,
-  startWorkBodySchema,
   startWorkResultSchema,
   systemViewSchema,
 } from './schemas.js';
+
+export type { StartWorkInput };
 
 export type EngineView = z.output<typeof engineViewSchema>;
 export type StageView = z.output<typeof stageViewSchema>;
@@ -50,7 +52,6 @@ export type LogRecordView = z.output<typeof logRecordSchema>;
 export type NodesView = z.output<typeof nodesViewSchema>;
 export type NodeView = z.output<typeof nodeViewSchema>;
 export type PauseView = z.output<typeof pauseViewSchema>;
-export type StartWorkInput = z.output<typeof startWorkBodySchema>;
 export type StartWorkResult = z.output<typeof startWorkResultSchema>;
 export type DlqEntryView = z.output<typeof dlqEntrySchema>;
 export type DlqPage = z.output<typeof dlqPageSchema>;
