@@ -403,6 +403,8 @@ export const pauseViewSchema = named(
   z.object({ paused: z.boolean(), scope: z.enum(['local', 'cluster']) }),
 );
 
+export const stopViewSchema = named('StopView', z.object({ stopping: z.literal(true), node: z.string() }));
+
 export const startWorkResultSchema = named(
   'StartWorkResult',
   z.object({ accepted: z.literal(true), module: z.string(), runId: z.string() }),
