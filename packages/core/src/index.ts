@@ -40,6 +40,7 @@ export type {
   StageView,
   StartWorkInput,
   StartWorkResult,
+  StopView,
   SystemView,
 } from './api/index.js';
 export {

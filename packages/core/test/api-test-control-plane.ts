@@ -22,6 +22,7 @@ import type {
   QueuesView,
   StartWorkInput,
   StartWorkResult,
+  StopView,
 } from '../src/api/index.js';
 import {
   createMemoryQueueBackend,
@@ -39,6 +40,7 @@ export class TestControlPlane implements ControlPlane {
   readonly backend: QueueBackend;
   readonly modules = new Set<string>(['catalog']);
   paused = false;
+  stopped = false;
   pages = 0;
   items = 0;
   /** Milliseconds every engine() call takes (to test the call timeout). */
@@ -176,6 +178,11 @@ export class TestControlPlane implements ControlPlane {
   async resume(): Promise<PauseView> {
     this.paused = false;
     return { paused: false, scope: 'local' };
+  }
+
+  async stop(): Promise<StopView> {
+    this.stopped = true;
+    return { stopping: true, node: 'test' };
   }
 
   async startWork(task: StartWorkInput): Promise<StartWorkResult> {

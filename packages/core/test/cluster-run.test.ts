@@ -45,6 +45,7 @@ async function member(
   w: ReturnType<typeof world>,
   runId = 'r1',
   start = true,
+  service = false,
 ): Promise<Member> {
   clients.push(coordination);
   const m: Member = { activity: { idle: true, started: 0 }, done: 0 } as Member;
@@ -63,6 +64,7 @@ async function member(
     checkEveryMs: 30,
     probeTimeoutMs: 1_000,
     lockTtlMs: 600,
+    service,
   });
   runs.push(m.run);
   if (start) await m.run.start();
@@ -210,4 +212,27 @@ test('a member that joins while the others are idle, and is busy, holds the end 
   expect(a.done + late.done).toBe(0);
   late.activity = { idle: true, started: 1 };
   await until('both end', () => a.done === 1 && late.done === 1);
+});
+
+test('a service member never lets the run end, and an end marker left by a finite run does not stop it', async () => {
+  const store = new LocalCoordinationStore();
+  const w = world();
+  const a = await member(local(store, 'a'), w);
+  const s = await member(local(store, 's'), w, 'r1', true, true);
+  await a.run.seedOnce(async () => {});
+  // Everything is idle and empty, and the checks keep running — but "s" is a service member.
+  await until('several checks', () => a.run.probes + s.run.probes >= 3, 3_000);
+  await sleep(150);
+  expect(a.done + s.done).toBe(0);
+  // Without it, the finite member ends.
+  await s.run.close();
+  await until('the finite member ends once the service member left', () => a.done === 1);
+  // A service member started on the finished run stays up.
+  const coordination = local(store, 'late');
+  const late = await member(coordination, w, 'r1', true, true);
+  await sleep(200);
+  expect(late.done).toBe(0);
+  expect(await coordination.members()).toContainEqual(
+    expect.objectContaining({ id: 'late', meta: expect.objectContaining({ mode: 'service' }) }),
+  );
 });

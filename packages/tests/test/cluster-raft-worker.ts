@@ -150,6 +150,8 @@ const summary = await Mocra.builder()
       coordinationOptions: { memberTtlMs: 2_000 },
       completion: { pollMs: 100, checkEveryMs: 300 },
       cronOwnershipMs: 250,
+      // A finite crawl that also has a cron module: it ends with the crawl instead of staying up.
+      service: false,
     },
   )
   .dashboard({ port: 0, apiKey: env.API_KEY!, onListen: (url) => process.stdout.write(`api ${url}\n`) })

@@ -45,6 +45,7 @@ import type {
   QueuesView,
   StartWorkInput,
   StartWorkResult,
+  StopView,
 } from './types.js';
 
 export interface EngineControlPlaneOptions {
@@ -383,6 +384,13 @@ export class EngineControlPlane implements ControlPlane {
     }
     this.#engine.resume();
     return { paused: false, scope: 'local' };
+  }
+
+  async stop(): Promise<StopView> {
+    this.#checkRunning('stop');
+    // Not awaited: the run ends after this answer went out (the API closes with the run).
+    void this.#engine.stop('stopped');
+    return { stopping: true, node: this.node };
   }
 
   async startWork(task: StartWorkInput): Promise<StartWorkResult> {

@@ -45,5 +45,6 @@ export type {
   StageView,
   StartWorkInput,
   StartWorkResult,
+  StopView,
   SystemView,
 } from './types.js';

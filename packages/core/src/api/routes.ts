@@ -25,6 +25,7 @@ import {
   queuesViewSchema,
   startWorkBodySchema,
   startWorkResultSchema,
+  stopViewSchema,
   systemViewSchema,
 } from './schemas.js';
 
@@ -43,6 +44,7 @@ export type RouteId =
   | 'startWork'
   | 'pause'
   | 'resume'
+  | 'stop'
   | 'nodes'
   | 'dlqList'
   | 'dlqReplay'
@@ -255,6 +257,20 @@ export const API_ROUTES: readonly RouteSpec[] = [
     rateLimited: true,
     response: pauseViewSchema,
     status: 200,
+    contentType: 'application/json',
+    errors: [...WRITE_ERRORS, 409],
+  },
+  {
+    id: 'stop',
+    method: 'POST',
+    url: '/control/stop',
+    summary:
+      'Stop this node gracefully: no new work is taken, work in flight finishes (the rest goes back to the queue), the run ends with reason stopped.',
+    tag: 'control',
+    auth: true,
+    rateLimited: true,
+    response: stopViewSchema,
+    status: 202,
     contentType: 'application/json',
     errors: [...WRITE_ERRORS, 409],
   },

@@ -481,6 +481,8 @@ export const pauseViewSchema = named(
   z.object({ paused: z.boolean(), scope: z.enum(['local', 'cluster']) }),
 );
 
+export const stopViewSchema = named('StopView', z.object({ stopping: z.literal(true), node: z.string() }));
+
 export const startWorkResultSchema = named(
   'StartWorkResult',
   z.object({

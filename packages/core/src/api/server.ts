@@ -380,6 +380,7 @@ export class ApiServer {
       },
       pause: async () => call('pause', () => plane.pause()),
       resume: async () => call('resume', () => plane.resume()),
+      stop: async () => call('stop', () => plane.stop()),
       nodes: async () => call('nodes', () => plane.nodes()),
       dlqList: async (_req, _reply, { query }) => {
         const q = query as z.output<typeof dlqListQuerySchema>;

@@ -30,6 +30,7 @@ import type {
   StartWorkInput,
   stageViewSchema,
   startWorkResultSchema,
+  stopViewSchema,
   systemViewSchema,
 } from './schemas.js';
 
@@ -52,6 +53,7 @@ export type LogRecordView = z.output<typeof logRecordSchema>;
 export type NodesView = z.output<typeof nodesViewSchema>;
 export type NodeView = z.output<typeof nodeViewSchema>;
 export type PauseView = z.output<typeof pauseViewSchema>;
+export type StopView = z.output<typeof stopViewSchema>;
 export type StartWorkResult = z.output<typeof startWorkResultSchema>;
 export type DlqEntryView = z.output<typeof dlqEntrySchema>;
 export type DlqPage = z.output<typeof dlqPageSchema>;
@@ -92,6 +94,8 @@ export interface ControlPlane {
   /** Stop taking new work (cluster-wide when a coordination backend is shared). */
   pause(): Promise<PauseView>;
   resume(): Promise<PauseView>;
+  /** Stop this node gracefully (answers at once; the run ends once work in flight drained). */
+  stop(): Promise<StopView>;
   /** Put one task on the `task` topic. Throws UnknownModuleError for a module that is not registered. */
   startWork(task: StartWorkInput): Promise<StartWorkResult>;
   /** Topics whose dead-letter queues can be listed (unknown topic names are a 400). */

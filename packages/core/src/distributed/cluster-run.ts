@@ -12,8 +12,13 @@
  *  run:{id}:leader          lock of the leader election (the leader runs the completion check)
  *  run:{id}:control         'probe:{epoch}' while the leader asks, 'done' once the run ended
  *  run:{id}:epoch           counter of probes
- *  run:{id}:answer:{node}   '{epoch}:{idle 0|1}:{started}' — a member's answer to a probe
+ *  run:{id}:answer:{node}   '{epoch}:{idle 0|1}:{started}:{service 0|1}' — a member's answer to a probe
  * ```
+ *
+ * Service members (`service` true: kept up until stopped, fed by cron or `/start_work`) never
+ * let the run end: they do not run the completion check, a probe answered by one is never
+ * "done", and an end marker left by an earlier finite run of the same id does not stop them.
+ * So a run with a service member lasts until its members are stopped, finite ones included.
  *
  * Seeding: whoever takes the seed lock first (and finds no `seeded` marker) publishes the seed
  * tasks, then writes the marker. A restarted or late process finds the marker and does not seed
@@ -80,6 +85,8 @@ export interface ClusterRunOptions {
   onError?: (error: unknown, context: string) => void;
   /** Extra membership facts shown in `/nodes`. */
   meta?: Record<string, string>;
+  /** This member stays up until it is stopped: the run does not end while it is a member (see above). @default false */
+  service?: boolean;
 }
 
 export type SeedOutcome = 'seeded' | 'already-seeded' | 'run-done' | 'closed';
@@ -125,7 +132,8 @@ export class ClusterRun {
 
   /** Join the run's membership, campaign for leadership, start answering probes. */
   async start(): Promise<void> {
-    await this.#c.join({ meta: { ...this.#o.meta, run: this.runId } });
+    const mode = this.#service() ? 'service' : 'finite';
+    await this.#c.join({ meta: { ...this.#o.meta, run: this.runId, mode } });
     await this.#leader.start();
     this.#pollTimer = setInterval(() => void this.#poll(), this.#pollMs);
     this.#checkTimer = setInterval(() => void this.#check(), this.#checkEveryMs);
@@ -182,6 +190,10 @@ export class ClusterRun {
     return `run:${this.runId}:${name}`;
   }
 
+  #service(): boolean {
+    return this.#o.service ?? false;
+  }
+
   // ── every member: answer probes, notice the end ──────────────────────────────
 
   async #poll(): Promise<void> {
@@ -190,7 +202,7 @@ export class ClusterRun {
     try {
       const control = await this.#c.get(this.#key('control'));
       if (control === 'done') {
-        this.#finish();
+        if (!this.#service()) this.#finish();
       } else if (control?.startsWith('probe:')) {
         const epoch = Number(control.slice(6));
         if (Number.isInteger(epoch) && epoch > this.#lastAnswered) await this.#answer(epoch);
@@ -205,9 +217,12 @@ export class ClusterRun {
   async #answer(epoch: number): Promise<void> {
     // Captured now, written after: the answer describes this member at a time after the probe.
     const { idle, started } = this.#o.activity();
-    await this.#c.set(this.#key(`answer:${this.#c.nodeId}`), `${epoch}:${idle ? 1 : 0}:${started}`, {
-      ttlMs: 60_000,
-    });
+    const service = this.#service() ? 1 : 0;
+    await this.#c.set(
+      this.#key(`answer:${this.#c.nodeId}`),
+      `${epoch}:${idle ? 1 : 0}:${started}:${service}`,
+      { ttlMs: 60_000 },
+    );
     this.#lastAnswered = Math.max(this.#lastAnswered, epoch);
   }
 
@@ -226,7 +241,7 @@ export class ClusterRun {
 
   async #check(): Promise<void> {
     if (this.#checking || this.#closed || this.#done || !this.#leader.isLeader()) return;
-    if (!this.#o.activity().idle) return;
+    if (this.#service() || !this.#o.activity().idle) return;
     this.#checking = true;
     try {
       if (await this.#confirmDone()) {
@@ -282,8 +297,9 @@ export class ClusterRun {
           .map(async (m) => {
             const raw = await this.#c.get(this.#key(`answer:${m}`));
             const parts = raw?.split(':');
-            if (parts?.length === 3 && Number(parts[0]) === epoch) {
-              answers.set(m, { idle: parts[1] === '1', started: Number(parts[2]) });
+            if (parts?.length === 4 && Number(parts[0]) === epoch) {
+              // A service member is never done: it counts as busy.
+              answers.set(m, { idle: parts[1] === '1' && parts[3] === '0', started: Number(parts[2]) });
             }
           }),
       );

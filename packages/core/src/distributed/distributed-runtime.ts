@@ -12,8 +12,14 @@
  *  runtime.run(engine)
  *    ├─ joins the run's membership; leader election
  *    ├─ seeds once per run across the cluster (seed lock + run marker)
- *    └─ ends the run when the whole cluster is idle (ClusterRun), on every member
+ *    └─ ends the run when the whole cluster is idle (ClusterRun), on every member —
+ *       unless a member is a service node: then each node runs until it is stopped
  * ```
+ *
+ * A service node is one told to stay up: `service: true`, an engine built with
+ * `endWhenIdle: false` (a dashboard's `keepAlive`), or a module with a cron (and cron enabled).
+ * It is fed by cron, `/start_work`, `submit()` and the other nodes, and stops on SIGTERM/SIGINT
+ * (with `handleSignals`), `/control/stop` or `engine.stop()`, draining what it has in flight.
  *
  * The coordination URL defaults to the queue URL when that is Redis; NATS and Kafka need one
  * (`redis://…`, `raft://…`, or `local://` for a single process). A coordination backend that is
@@ -86,6 +92,12 @@ export interface DistributedOptions {
    * again (so a dead owner's times are fired by the next one). @default 1000
    */
   cronOwnershipMs?: number;
+  /**
+   * Keep this node up until it is stopped, even when the whole cluster is idle (a service node,
+   * fed by cron and `/start_work`); `false` makes a node with cron modules end with the crawl.
+   * @default true when the engine has `endWhenIdle: false` or a module with a cron, else false
+   */
+  service?: boolean;
 }
 
 function schemeOf(url: string): string {
@@ -204,6 +216,7 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
       runId,
       completion: options.completion ?? {},
       cronOwnershipMs: options.cronOwnershipMs ?? 1_000,
+      service: options.service,
     });
   } catch (err) {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
@@ -221,6 +234,7 @@ interface RuntimeParts {
   runId: string;
   completion: NonNullable<DistributedOptions['completion']>;
   cronOwnershipMs: number;
+  service: boolean | undefined;
 }
 
 export class DistributedRuntime {
@@ -237,6 +251,10 @@ export class DistributedRuntime {
   readonly #cronOwnershipMs: number;
   /** Who fires which cron job: the owner of its key's partition. */
   readonly cron: CronOwnership;
+  readonly #service: boolean | undefined;
+  /** What {@link engineOptions} was asked for that makes a service node, when not set explicitly. */
+  #keptUp = false;
+  #cronEnabled = true;
   #closed = false;
 
   constructor(parts: RuntimeParts) {
@@ -249,6 +267,7 @@ export class DistributedRuntime {
     this.runId = parts.runId;
     this.#completion = parts.completion;
     this.#cronOwnershipMs = parts.cronOwnershipMs;
+    this.#service = parts.service;
     this.cron = createCronOwnership(this.coordination, { refreshMs: parts.cronOwnershipMs });
   }
 
@@ -259,6 +278,8 @@ export class DistributedRuntime {
    * cluster-wide).
    */
   engineOptions(base: EngineOptions = {}): EngineOptions {
+    this.#keptUp = base.endWhenIdle === false;
+    this.#cronEnabled = base.cron?.enabled !== false;
     const frontier = { ...base.frontier };
     if (this.deduplicator) frontier.deduplicator = this.deduplicator;
     if (this.gate) frontier.gate = this.gate;
@@ -320,6 +341,7 @@ export class DistributedRuntime {
       },
       onError: (err, context) => engine.log.warn({ err }, `cluster run: ${context}`),
       meta: { namespace: this.namespace, hostname: hostname(), version: MOCRA_VERSION },
+      service: this.isService(engine),
       ...this.#completion,
     });
     await cluster.start();
@@ -354,6 +376,13 @@ export class DistributedRuntime {
       await cluster.close();
       await seeding.catch(() => undefined);
     }
+  }
+
+  /** Whether `engine` runs as a service node here (stays up until stopped; see the top of this file). */
+  isService(engine: Engine): boolean {
+    if (this.#service !== undefined) return this.#service;
+    if (this.#keptUp) return true;
+    return this.#cronEnabled && [...engine.registry.values()].some((r) => r.module.cron !== undefined);
   }
 
   /** Close the queue, coordination, budget and dedup connections. Idempotent. */
