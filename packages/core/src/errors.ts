@@ -50,6 +50,8 @@ export const CORE_ERROR_CODES = {
     'A response had a retryable status (429, 5xx…) and retries remain; the request is retried.',
   MOCRA_ERR_ABORTED: 'The work was aborted (engine shutdown or an abort signal); it is put back, not lost.',
   MOCRA_ERR_GENERATE_FAILED: "A node's generate (a spider's start) threw.",
+  MOCRA_ERR_RUN_HOOK_FAILED:
+    "A module's onRunStart threw (the task fails like a generate that threw: dead-lettered; throw RetryLaterError to have it retried), or its onRunEnd threw (logged with the stack; the run is over).",
   MOCRA_ERR_PARSE_FAILED: "A node's parse threw.",
   MOCRA_ERR_SINK_FAILED: 'A data sink threw while writing an item.',
   // ── config, schedule, session, middleware ──────────────────────────────────────
@@ -584,6 +586,24 @@ export class GenerateFailedError extends MocraError {
     );
     this.module = context.module;
     this.node = context.node;
+  }
+}
+
+/** A module's `onRunStart` or `onRunEnd` threw. */
+export class RunHookFailedError extends MocraError {
+  override readonly name = 'RunHookFailedError';
+  readonly module: string;
+  readonly hook: 'onRunStart' | 'onRunEnd';
+  readonly runId: string;
+  constructor(context: { module: string; hook: 'onRunStart' | 'onRunEnd'; runId: string }, cause: unknown) {
+    super(
+      'MOCRA_ERR_RUN_HOOK_FAILED',
+      `${context.hook} of ${context.module} (run ${context.runId}) threw: ${describe(cause)}`,
+      { cause },
+    );
+    this.module = context.module;
+    this.hook = context.hook;
+    this.runId = context.runId;
   }
 }
 

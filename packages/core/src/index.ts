@@ -409,6 +409,7 @@ export {
   RemoteNodeFailedError,
   RequestSkippedError,
   RetryLaterError,
+  RunHookFailedError,
   SandboxError,
   SessionExpiredError,
   SinkFailedError,
@@ -605,7 +606,9 @@ export type {
   RegisteredModule,
   RouteResult,
   RouteTarget,
+  RunEndContext,
   RunLedgerOptions,
+  RunStartContext,
   StartModuleOptions,
   SubmitTask,
 } from './module/index.js';

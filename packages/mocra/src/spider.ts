@@ -50,6 +50,10 @@ export interface SpiderModuleOptions {
   readonly config?: NonNullable<Module['config']>;
   /** @default 1 */
   readonly version?: number;
+  /** Before each run's `start` (Rust mocra's `pre_process`); throwing fails the run's task (`RetryLaterError`: retried). */
+  readonly onRunStart?: NonNullable<Module['onRunStart']>;
+  /** Once after each run, when its work ran out or it was stopped (Rust mocra's `post_process`). */
+  readonly onRunEnd?: NonNullable<Module['onRunEnd']>;
 }
 
 export interface Spider<TItem = unknown> extends SpiderModuleOptions {
@@ -120,6 +124,8 @@ function moduleOptionsOf(source: SpiderModuleOptions): SpiderModuleOptions {
   if (source.headers !== undefined) out.headers = source.headers;
   if (source.config !== undefined) out.config = source.config;
   if (source.version !== undefined) out.version = source.version;
+  if (source.onRunStart !== undefined) out.onRunStart = source.onRunStart;
+  if (source.onRunEnd !== undefined) out.onRunEnd = source.onRunEnd;
   return out;
 }
 

@@ -777,6 +777,18 @@ export class Engine {
         task.platform ?? DEFAULT_PLATFORM,
         signal,
       );
+      await this.modules.runStart(registered, {
+        module: moduleName,
+        runId: task.runId,
+        task,
+        params: task.params ?? {},
+        account: scope.account,
+        platform: scope.platform,
+        config: scope.config,
+        settings: scope.settings,
+        signal,
+        log: this.log,
+      });
       for (const node of registered.entry) {
         const ctx = this.#generateContext(registered, node, task.runId, signal, scope, { task });
         const produced = await this.#runGenerate(registered, node, ctx);
@@ -1738,6 +1750,7 @@ export class Engine {
       .catch((err: unknown) => this.log.error({ err }, 'stopping the cron scheduler failed'));
     this.#recovery.stop();
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop(deadline)));
+    await this.modules.runEndsSettled();
     for (const [stage] of this.#runners) {
       if (channels.stage.hasSubscribers) channels.stage.publish({ stage, phase: 'stop' });
     }

@@ -25,6 +25,11 @@ export function defineModule<TItem = unknown>(module: Module<TItem>): Module<TIt
   if (module.shouldLogin === true && typeof module.login !== 'function') {
     throw new InvalidModuleError(module.name, 'shouldLogin is set but there is no login(ctx) function');
   }
+  for (const hook of ['onRunStart', 'onRunEnd'] as const) {
+    if (module[hook] !== undefined && typeof module[hook] !== 'function') {
+      throw new InvalidModuleError(module.name, `${hook} must be a function`);
+    }
+  }
   if (module.cron !== undefined) {
     const spec = module.cron as ModuleCron;
     const schedule =

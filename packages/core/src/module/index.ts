@@ -32,4 +32,6 @@ export type {
   ModuleDag,
   ModuleNode,
   NodeRef,
+  RunEndContext,
+  RunStartContext,
 } from './types.js';

@@ -32,6 +32,8 @@ interface RunState {
   readonly advanced: Set<string>;
   /** A unit was ever added (a run that never started is not finished). */
   started: boolean;
+  /** Every node finished once: the run-end listener was told (once per run). */
+  ended: boolean;
 }
 
 export interface RunLedgerOptions {
@@ -67,6 +69,7 @@ export class RunLedger {
   readonly #ttlMs: number;
   readonly #maxRuns: number;
   readonly #stopRecheckMs: number;
+  #onRunFinished: ((runId: string, module: string) => void) | undefined;
   /** Remote stop lookups per run × module: in flight (shared by every caller), or fresh until `until`. */
   readonly #stopChecks = new Map<
     string,
@@ -79,6 +82,14 @@ export class RunLedger {
     this.#ttlMs = options.ttlMs ?? 86_400_000;
     this.#maxRuns = options.maxRuns ?? 10_000;
     this.#stopRecheckMs = Math.max(0, options.stopRecheckMs ?? 250);
+  }
+
+  /**
+   * Called once per run × module, the first time every node of it is finished (a follow to a
+   * finished node later reopens the run, but does not call this again).
+   */
+  onRunFinished(listener: ((runId: string, module: string) => void) | undefined): void {
+    this.#onRunFinished = listener;
   }
 
   /** Outstanding units of a node (for tests and stats). */
@@ -180,6 +191,7 @@ export class RunLedger {
         joined: new Set(),
         advanced: new Set(),
         started: false,
+        ended: false,
       };
       this.#runs.set(k, run);
     }
@@ -201,6 +213,10 @@ export class RunLedger {
         continue; // the caller adds the join's unit; it finishes when that is done
       }
       if ((run.counts.get(id) ?? 0) === 0) run.finished.add(id);
+    }
+    if (!run.ended && ready.length === 0 && run.finished.size === run.graph.order.length) {
+      run.ended = true;
+      this.#onRunFinished?.(runId, module);
     }
     return ready;
   }

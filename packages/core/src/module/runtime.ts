@@ -21,7 +21,13 @@ import {
   type ModuleSettings,
 } from '../config/module-config.js';
 import type { ModuleDownloadSettings } from '../downloader/download-router.js';
-import { InvalidArgumentError, type MocraError, UnknownModuleError } from '../errors.js';
+import {
+  InvalidArgumentError,
+  isMocraError,
+  type MocraError,
+  RunHookFailedError,
+  UnknownModuleError,
+} from '../errors.js';
 import {
   createMiddlewareManager,
   type MiddlewareManager,
@@ -40,7 +46,7 @@ import type { ParseContext } from './parse-context.js';
 import type { ModuleRegistry, RegisteredModule } from './registry.js';
 import { routeFollowUp } from './router.js';
 import { type JoinReady, RunLedger } from './run-ledger.js';
-import type { Module } from './types.js';
+import type { Module, RunStartContext } from './types.js';
 
 export const DEFAULT_ACCOUNT = 'default';
 export const DEFAULT_PLATFORM = 'default';
@@ -98,6 +104,8 @@ export interface ModuleRuntimeStats {
   joins: number;
   /** Runs stopped by a parse. */
   stops: number;
+  /** `onRunEnd` hooks that threw. */
+  runEndFailures: number;
   /** Runs of other modules started by a parse (`cx.start`). */
   starts: number;
 }
@@ -170,7 +178,10 @@ export class ModuleRuntime {
     joins: 0,
     stops: 0,
     starts: 0,
+    runEndFailures: 0,
   };
+  /** `onRunEnd` hooks still running: the engine's run waits for them. */
+  readonly #runEndHooks = new Set<Promise<void>>();
   /** Meta handed to a join node before it fired, per run × module × node. */
   readonly #joinInputs = new Map<string, Record<string, unknown>[]>();
 
@@ -181,6 +192,7 @@ export class ModuleRuntime {
     this.moduleConfig = options.moduleConfig ?? createModuleConfigResolver();
     this.sessions = options.sessions ?? createSessionStore();
     this.ledger = options.ledger ?? new RunLedger();
+    this.ledger.onRunFinished((runId, module) => this.#runFinished(runId, module));
     this.#fetch = options.fetch;
     this.#validateDownloads = options.validateDownloads;
   }
@@ -341,6 +353,43 @@ export class ModuleRuntime {
       weights: s.middlewareWeights,
       selectedBy: `module '${registered.module.name}'`,
     });
+  }
+
+  // ── run hooks ───────────────────────────────────────────────────────────────────
+
+  /** The module's `onRunStart`, before its entry nodes generate; a throw becomes RunHookFailedError. */
+  async runStart(registered: RegisteredModule, ctx: RunStartContext): Promise<void> {
+    const hook = registered.module.onRunStart;
+    if (hook === undefined) return;
+    try {
+      await hook(ctx);
+    } catch (err) {
+      // A MocraError steers the policy itself (RetryLaterError, NonRetryableError…).
+      if (isMocraError(err)) throw err;
+      throw new RunHookFailedError({ module: ctx.module, hook: 'onRunStart', runId: ctx.runId }, err);
+    }
+  }
+
+  /** Resolves when every `onRunEnd` started so far has returned. */
+  async runEndsSettled(): Promise<void> {
+    while (this.#runEndHooks.size > 0) await Promise.all(this.#runEndHooks);
+  }
+
+  #runFinished(runId: string, module: string): void {
+    const hook = this.registry.has(module) ? this.registry.get(module).module.onRunEnd : undefined;
+    if (hook === undefined) return;
+    const running = (async () => {
+      const stopped = await this.ledger.stoppedReason(runId, module).catch(() => undefined);
+      try {
+        await hook({ module, runId, stopped, log: this.#log });
+      } catch (cause) {
+        this.#stats.runEndFailures++;
+        const err = new RunHookFailedError({ module, hook: 'onRunEnd', runId }, cause);
+        this.#log.error({ err, module, runId, code: err.code }, err.message);
+      }
+    })();
+    this.#runEndHooks.add(running);
+    void running.finally(() => this.#runEndHooks.delete(running));
   }
 
   // ── the stop signal ─────────────────────────────────────────────────────────────

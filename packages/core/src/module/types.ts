@@ -92,6 +92,32 @@ export interface ModuleDag<TItem = unknown> {
   readonly edges: readonly (readonly [from: string, to: string])[];
 }
 
+/** What `onRunStart` is given: the task that starts the run, and its account × platform. */
+export interface RunStartContext {
+  readonly module: string;
+  readonly runId: string;
+  readonly task: TaskEvent;
+  /** `task.params`. */
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly account: string;
+  readonly platform: string;
+  /** The module's layered config for this account × platform. */
+  readonly config: ModuleConfig | undefined;
+  readonly settings: ModuleSettings | undefined;
+  /** Aborted when the engine stops. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/** What `onRunEnd` is given. */
+export interface RunEndContext {
+  readonly module: string;
+  readonly runId: string;
+  /** The reason when the run was stopped (`cx.stop`); undefined when its work ran out. */
+  readonly stopped: string | undefined;
+  readonly log: Logger;
+}
+
 /** Which accounts × platforms a module's cron starts runs for. */
 export interface CronTarget {
   /** @default 'default' */
@@ -148,4 +174,18 @@ export interface Module<TItem = unknown> {
   readonly login?: LoginHook;
   /** Besides the `login_statuses`, a response for which this returns true means the session is gone. */
   readonly sessionGone?: (response: Response) => boolean;
+  /**
+   * Runs before the entry nodes' generate of each task that starts a run of this module
+   * (e.g. to open a resource or check a precondition). Throwing fails the task like a generate
+   * that threw (MOCRA_ERR_RUN_HOOK_FAILED, dead-lettered); throw `RetryLaterError` to have the
+   * task retried, and this runs again with it.
+   */
+  readonly onRunStart?: (ctx: RunStartContext) => void | Promise<void>;
+  /**
+   * Runs once per run of this module, when every node of the run has finished in this process:
+   * its work ran out (requests parsed, given up or dropped) or it was stopped. The engine's run
+   * does not end before it returns. Throwing is logged with the stack and counted as
+   * MOCRA_ERR_RUN_HOOK_FAILED; the run is over either way.
+   */
+  readonly onRunEnd?: (ctx: RunEndContext) => void | Promise<void>;
 }

@@ -93,6 +93,7 @@ const KIND_BY_CODE: Readonly<Record<string, FailureKind>> = {
   MOCRA_ERR_UNKNOWN_MIDDLEWARE: 'invalid-request',
   MOCRA_ERR_PARSE_FAILED: 'parse',
   MOCRA_ERR_GENERATE_FAILED: 'parse',
+  MOCRA_ERR_RUN_HOOK_FAILED: 'parse',
   MOCRA_ERR_MIDDLEWARE_FAILED: 'middleware',
   MOCRA_ERR_SINK_FAILED: 'store',
   // @mocra/store: the database failed (retried with the store backoff) or the write can never

@@ -335,6 +335,7 @@ const KIND_BY_CODE: Readonly<Record<string, string>> = {
   MOCRA_ERR_REDIRECT_LOOP: 'redirect',
   MOCRA_ERR_INVALID_URL: 'request',
   MOCRA_ERR_GENERATE_FAILED: 'user',
+  MOCRA_ERR_RUN_HOOK_FAILED: 'user',
   MOCRA_ERR_PARSE_FAILED: 'user',
   MOCRA_ERR_NON_RETRYABLE: 'user',
   MOCRA_ERR_RETRY_LATER: 'user',
