@@ -403,6 +403,7 @@ export {
   ParseFailedError,
   PayloadTooLargeError,
   QueueClosedError,
+  QueueDataLostError,
   QueueDecodeError,
   QueueEncodeError,
   RedirectLoopError,
@@ -763,6 +764,7 @@ export type { Admission, WorkScope } from './policy/types.js';
 export type { DeadlineGroupOptions, DeadlineOptions, HandlerWatchdogOptions } from './policy/watchdog.js';
 export { DeadlineGroup, HandlerWatchdog, runWithDeadline } from './policy/watchdog.js';
 export type {
+  ConnectionEvent,
   ConsumeOptions,
   CreateQueueBackendOptions,
   DeadLetter,
@@ -792,6 +794,7 @@ export type {
   TopicOptions,
 } from './queue/index.js';
 export {
+  connectionChannel,
   createKafkaQueueBackend,
   createMemoryQueueBackend,
   createNatsQueueBackend,
