@@ -28,6 +28,8 @@ export const CORE_ERROR_CODES = {
     'A queue or coordination URL is malformed or names an unknown scheme (memory, redis, nats, kafka, local).',
   MOCRA_ERR_BACKEND_UNAVAILABLE:
     'A queue or coordination server (Redis, NATS, Kafka) could not be reached or failed a command.',
+  MOCRA_ERR_QUEUE_DATA_LOST:
+    "The queue's server came back without the crawl's data (a Redis restarted without persistence, or flushed): the queued work and the dedup set are gone, so the engine stops instead of calling the crawl finished.",
   MOCRA_ERR_COORDINATION_CLOSED: 'A coordination backend was used after close().',
   MOCRA_ERR_ENGINE_STATE: 'An engine method was called in a state that does not allow it (e.g. run() twice).',
   MOCRA_ERR_UNKNOWN_MODULE: 'A task or follow-up names a module or node that is not registered.',
@@ -363,6 +365,21 @@ export class BackendUnavailableError extends MocraError {
     options: Omit<MocraErrorOptions, 'retryable'> = {},
   ) {
     super('MOCRA_ERR_BACKEND_UNAVAILABLE', `${backend}: ${message}`, { ...options, retryable: true });
+  }
+}
+
+/** Stops the engine (see the code table): what the server held for this crawl is gone. */
+export class QueueDataLostError extends MocraError {
+  override readonly name = 'QueueDataLostError';
+  constructor(
+    readonly backend: string,
+    readonly server: string,
+  ) {
+    super(
+      'MOCRA_ERR_QUEUE_DATA_LOST',
+      `${backend}: ${server} came back without this crawl's queues (restarted without persistence, or flushed); the work queued there is lost — start the crawl again (with an output file it resumes from what was written)`,
+      { retryable: false },
+    );
   }
 }
 

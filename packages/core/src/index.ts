@@ -403,6 +403,7 @@ export {
   ParseFailedError,
   PayloadTooLargeError,
   QueueClosedError,
+  QueueDataLostError,
   QueueDecodeError,
   QueueEncodeError,
   RedirectLoopError,
@@ -766,6 +767,7 @@ export type { Admission, WorkScope } from './policy/types.js';
 export type { DeadlineGroupOptions, DeadlineOptions, HandlerWatchdogOptions } from './policy/watchdog.js';
 export { DeadlineGroup, HandlerWatchdog, runWithDeadline } from './policy/watchdog.js';
 export type {
+  ConnectionEvent,
   ConsumeOptions,
   CreateQueueBackendOptions,
   DeadLetter,
@@ -795,6 +797,7 @@ export type {
   TopicOptions,
 } from './queue/index.js';
 export {
+  connectionChannel,
   createKafkaQueueBackend,
   createMemoryQueueBackend,
   createNatsQueueBackend,

@@ -717,14 +717,32 @@ export class Engine {
         this.#queueIdleCheck();
         this.#db?.settled();
       },
-      onInternalError: (error, context) =>
-        this.log.error({ err: error, stage }, `internal error: ${context}`),
+      onInternalError: (error, context) => this.#onInternalError(stage, error, context),
       onHandled: (durationMs, ok) => {
         if (channels.handler.hasSubscribers)
           channels.handler.publish({ runId: this.runId, stage, durationMs, ok });
       },
     });
     this.#runners.set(stage, runner as StageRunner<unknown>);
+  }
+
+  /**
+   * Outside a handler: a broker that is down is waited for (the backend says so on
+   * mocra:backend:connection, so a log record per failed call is only detail); a broker that
+   * came back without the crawl's data stops the run, which must not end as if it were done.
+   */
+  #onInternalError(stage: StageName, error: unknown, context: string): void {
+    if (isMocraError(error) && error.code === 'MOCRA_ERR_QUEUE_DATA_LOST') {
+      if (this.state !== 'running') return;
+      this.log.error({ err: error, stage }, error.message);
+      void this.#finish('critical');
+      return;
+    }
+    if (isMocraError(error) && error.code === 'MOCRA_ERR_BACKEND_UNAVAILABLE' && error.retryable) {
+      this.log.warn({ err: error, stage }, `waiting for the backend: ${context}`);
+      return;
+    }
+    this.log.error({ err: error, stage }, `internal error: ${context}`);
   }
 
   #topicOf(stage: StageName): LeaseQueue<unknown> {

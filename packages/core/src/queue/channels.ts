@@ -10,12 +10,31 @@
  * - `mocra:queue:backpressure` — `{ backend, topic, queue }` when a publish has to wait for room
  *   on a topic at capacity (once per waiting publish; `queue` is the topic object, so a
  *   subscriber can tell its own engine's topics apart).
+ * - `mocra:backend:connection` — `{ backend, server, state, error?, downMs? }` when a connection
+ *   to a server a crawl depends on (Redis) is lost (`state: 'lost'`, with the error) and when it
+ *   is back (`'restored'`, with how long it was down). Commands wait for the reconnect meanwhile.
+ *   `'emptied'` (with a QueueDataLostError): it came back without the crawl's data.
  */
 import diagnostics from 'node:diagnostics_channel';
 
 export const deadLetterChannel = diagnostics.channel('mocra:queue:dead-letter');
 export const poisonChannel = diagnostics.channel('mocra:queue:poison');
 export const backpressureChannel = diagnostics.channel('mocra:queue:backpressure');
+export const connectionChannel = diagnostics.channel('mocra:backend:connection');
+
+export interface ConnectionEvent {
+  /** What uses the connection ("the Redis queue backend"). */
+  backend: string;
+  /** The server, without credentials (`redis://host:port/db`). */
+  server: string;
+  state: 'lost' | 'restored' | 'emptied';
+  error?: unknown;
+  downMs?: number;
+}
+
+export function publishConnection(event: ConnectionEvent): void {
+  if (connectionChannel.hasSubscribers) connectionChannel.publish(event);
+}
 
 export interface DeadLetterEvent {
   backend: string;

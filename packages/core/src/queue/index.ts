@@ -1,5 +1,5 @@
-export type { DeadLetterEvent } from './channels.js';
-export { deadLetterChannel, poisonChannel } from './channels.js';
+export type { ConnectionEvent, DeadLetterEvent } from './channels.js';
+export { connectionChannel, deadLetterChannel, poisonChannel } from './channels.js';
 export type { QueueCodec, QueueCodecFormat, QueueCodecOptions } from './codec.js';
 export { createQueueCodec } from './codec.js';
 export type { CreateQueueBackendOptions } from './create-queue-backend.js';

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Redis, RedisOptions } from 'ioredis';
 import { BackendUnavailableError, InvalidBackendUrlError, isMocraError } from '../errors.js';
 import { importOptional } from '../optional-dependency.js';
+import { publishConnection } from './channels.js';
 
 export type RedisClient = Redis;
 
@@ -58,7 +59,28 @@ export async function connectRedis(options: RedisConnectOptions): Promise<RedisC
       },
     );
   }
+  reportOutages(client, feature, redact(parsed), () => lastError);
   return client;
+}
+
+/**
+ * Say when a live connection drops and when ioredis has it back (mocra:backend:connection):
+ * meanwhile commands wait for the reconnect, so a crawl stalls — the user should see why.
+ */
+function reportOutages(client: RedisClient, backend: string, server: string, lastError: () => unknown): void {
+  let lostAt: number | undefined;
+  // 'reconnecting' comes only when ioredis will connect again: never after a deliberate quit().
+  client.on('reconnecting', () => {
+    if (lostAt !== undefined) return;
+    lostAt = Date.now();
+    publishConnection({ backend, server, state: 'lost', error: lastError() });
+  });
+  client.on('ready', () => {
+    if (lostAt === undefined) return;
+    const downMs = Date.now() - lostAt;
+    lostAt = undefined;
+    publishConnection({ backend, server, state: 'restored', downMs });
+  });
 }
 
 /** ioredis defines a `…Buffer` variant of every command; its typings omit these two. */
@@ -108,6 +130,15 @@ export function redisFailure(feature: string, what: string, err: unknown): Error
 
 export function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** A server URL without credentials, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    return redact(new URL(url));
+  } catch {
+    return 'the Redis server';
+  }
 }
 
 function redact(url: URL): string {

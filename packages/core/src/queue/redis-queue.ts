@@ -31,9 +31,10 @@ import {
   LeaseExpiredError,
   PayloadTooLargeError,
   QueueClosedError,
+  QueueDataLostError,
   QueueDecodeError,
 } from '../errors.js';
-import { publishBackpressure, publishDeadLetter, publishPoison } from './channels.js';
+import { publishBackpressure, publishConnection, publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
 import { matchesDeadLetterFilter } from './dead-letter-filter.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -43,6 +44,7 @@ import {
   LuaScript,
   num,
   type RedisClient,
+  redactUrl,
   redisFailure,
   str,
 } from './redis-connection.js';
@@ -382,12 +384,20 @@ export async function createRedisQueueBackend(
   if (!(maxPayloadBytes > 0))
     throw new InvalidArgumentError(`maxPayloadBytes must be > 0, got ${maxPayloadBytes}`);
   const codec = createQueueCodec(options.codec);
+  const url = options.url ?? 'redis://127.0.0.1:6379';
   const client = await connectRedis({
-    url: options.url ?? 'redis://127.0.0.1:6379',
+    url,
     feature: FEATURE,
     ...(options.redisOptions ? { redisOptions: options.redisOptions } : {}),
   });
-  return new RedisStreamsBackend(client, namespace, codec, maxPayloadBytes, options);
+  const backend = new RedisStreamsBackend(client, namespace, codec, maxPayloadBytes, options);
+  try {
+    await backend.watchEpoch(url);
+  } catch (err) {
+    client.disconnect();
+    throw redisFailure(FEATURE, 'writing the epoch marker', err);
+  }
+  return backend;
 }
 
 export class RedisStreamsBackend implements RedisQueueBackend {
@@ -407,6 +417,7 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   readonly #allBlockers = new Set<RedisClient>();
   readonly nextId = createIdGenerator();
   #closed = false;
+  #lost: QueueDataLostError | undefined;
 
   constructor(
     client: RedisClient,
@@ -429,6 +440,42 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   get closed(): boolean {
     return this.#closed;
   }
+
+  /**
+   * A Redis that restarts without persistence (or is flushed) comes back empty: every queued
+   * message, lease and group of the crawl is gone, and the workers would wait forever on empty
+   * topics or end as if the crawl were done. So the namespace holds an epoch marker, written
+   * once; after every reconnect it is read again, and if it is missing or another the backend
+   * refuses all further work with QueueDataLostError (the engine stops on it). A restart that
+   * kept the data (AOF, RDB) keeps the marker too, and the crawl goes on.
+   */
+  async watchEpoch(url: string): Promise<void> {
+    const key = `${this.#keyPrefix}{${this.namespace}}:epoch`;
+    const mine = `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`;
+    await this.#client.set(key, mine, 'NX');
+    const epoch = await this.#client.get(key);
+    this.#client.on('ready', () => {
+      this.#client.get(key).then(
+        (now) => {
+          if (now === epoch || this.#closed || this.#lost !== undefined) return;
+          this.#lost = new QueueDataLostError(FEATURE, redactUrl(url));
+          publishConnection({
+            backend: FEATURE,
+            server: redactUrl(url),
+            state: 'emptied',
+            error: this.#lost,
+          });
+        },
+        () => undefined, // asked again on the next reconnect; commands fail meanwhile anyway
+      );
+    });
+  }
+
+  /** Throws once the server came back without this crawl's data (see watchEpoch). */
+  assertIntact(): void {
+    if (this.#lost) throw this.#lost;
+  }
+
   get client(): RedisClient {
     return this.#client;
   }
@@ -576,6 +623,7 @@ class RedisQueue<T> implements LeaseQueue<T> {
 
   #checkOpen(): void {
     if (this.#backend.closed) throw new QueueClosedError(this.name);
+    this.#backend.assertIntact();
   }
 
   async publish(messages: readonly PublishMessage<T>[]): Promise<void> {
@@ -633,9 +681,11 @@ class RedisQueue<T> implements LeaseQueue<T> {
     const waitMs = options.waitMs ?? 1000;
     const signal = options.signal;
     const deadline = Date.now() + waitMs;
+    this.#backend.assertIntact();
     await this.ensureReady();
     for (;;) {
       if (this.#backend.closed) return [];
+      this.#backend.assertIntact();
       const { deliveries, lastIds } = await this.#take(max, leaseMs);
       if (deliveries.length > 0) return deliveries;
       const left = deadline - Date.now();

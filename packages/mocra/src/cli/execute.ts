@@ -16,6 +16,8 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import {
   CHANNEL_NAMES,
+  type ConnectionEvent,
+  connectionChannel,
   type DropMessage,
   type ErrorEvent,
   isMocraError,
@@ -101,10 +103,12 @@ export async function execute(
     flags.dashboard === undefined ? undefined : cliDashboard({ ...flags, dashboard: flags.dashboard }, say);
   if (dashboard !== undefined) builder.dashboard(dashboard.options);
   const robotsUnreachable = countRobotsUnreachable();
+  const outages = reportOutages(say);
   // The summary and the exit code as soon as the run ended: before a lingering dashboard.
   let code: number | undefined;
   builder.onEnd(async (summary) => {
     robotsUnreachable.stop();
+    outages.stop();
     progress.stop({
       pages: summary.pages,
       queued: summary.pending,
@@ -133,6 +137,7 @@ export async function execute(
       out?.close();
     }
     robotsUnreachable.stop();
+    outages.stop();
     say(`mocra: ${describe(err)}`);
     return isMocraError(err) && err.code === 'MOCRA_ERR_CLI_USAGE' ? 2 : 1;
   }
@@ -168,6 +173,31 @@ function countRobotsUnreachable(): { count(): number; stop(): void } {
     count: () => n,
     stop: () => diagnosticsChannel.unsubscribe(CHANNEL_NAMES.drop, onDrop),
   };
+}
+
+/**
+ * A broker (Redis) the crawl depends on went away: the crawl stalls until it is back, so say
+ * so — once per server and backend, however many connections noticed — and say when it is back.
+ */
+function reportOutages(say: (text: string) => void): { stop(): void } {
+  const down = new Set<string>();
+  const onEvent = (message: unknown) => {
+    const event = message as ConnectionEvent;
+    const which = `${event.backend} (${event.server})`;
+    if (event.state === 'lost' && !down.has(which)) {
+      down.add(which);
+      const why = event.error instanceof Error ? `: ${event.error.message}` : '';
+      say(
+        `mocra: warning: lost the connection of ${which}${why}; waiting for it to come back (MOCRA_ERR_BACKEND_UNAVAILABLE)`,
+      );
+    } else if (event.state === 'restored' && down.delete(which)) {
+      say(`mocra: ${which} is connected again after ${((event.downMs ?? 0) / 1000).toFixed(1)} s`);
+    } else if (event.state === 'emptied') {
+      say(`mocra: ${describe(event.error)}`);
+    }
+  };
+  connectionChannel.subscribe(onEvent);
+  return { stop: () => connectionChannel.unsubscribe(onEvent) };
 }
 
 /** A start URL whose robots.txt could not be fetched: the host itself is likely unreachable. */
