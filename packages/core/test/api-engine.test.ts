@@ -214,6 +214,35 @@ describe('the control API of a running engine', () => {
   });
 });
 
+describe('stopping a service engine through the API', () => {
+  test('/control/stop answers at once, the run ends with reason stopped, and a second stop is 409', async () => {
+    const engine = createEngine({
+      endWhenIdle: false,
+      logLevel: 'silent',
+      namespace: `api-stop-${process.pid}`,
+    });
+    engine.register(graphModule('graph', 5), noopSink);
+    const api = await startEngineApi(engine, { port: 0, apiKey: KEY, node: 'api-stop-test' });
+    try {
+      const run = engine.run();
+      await until(
+        async () => (await get<EngineView>(api, '/observability/engine')).totals.pages >= 5,
+        '5 pages',
+      );
+      await sleep(200);
+      expect(engine.state).toBe('running'); // idle, and kept up
+      const stop = await send(api, 'POST', '/control/stop');
+      expect(stop).toEqual({ status: 202, json: { stopping: true, node: 'api-stop-test' } });
+      expect((await run).reason).toBe('stopped');
+      const again = await send(api, 'POST', '/control/stop');
+      expect(again.status).toBe(409);
+      expect(again.json).toMatchObject({ error: { code: 'MOCRA_ERR_ENGINE_STATE' } });
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('dead letters of a running engine', () => {
   test('a failure the policy gave up on is listed, and replay re-runs the work it failed on', async () => {
     let accept = false;

@@ -5,9 +5,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createDag, jsonPayload } from '@mocra/dag';
-import { startFixtureSite } from '@mocra/testkit';
+import { maxConcurrency, startFixtureSite } from '@mocra/testkit';
 import { ClusterConfig, type DagJobResult, defineSpider, Mocra } from 'mocra';
 import { expect, test } from 'vitest';
+import { cleanup, NATS_URL } from './distributed-harness.js';
+import { freePort } from './service-harness.js';
 
 test('.cluster(ClusterConfig) without a shared queue is refused before any node starts', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'mocra-cluster-builder-'));
@@ -73,3 +75,53 @@ test('.dag() runs a graph as a job of a single-process crawl, beside a spider', 
     await site.close();
   }
 });
+
+test('Raft + NATS: cluster-wide politeness is refused naming what works, and per-node politeness crawls', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mocra-cluster-polite-'));
+  const site = await startFixtureSite({ catalog: { books: 3 }, requestLogSize: 100 });
+  const namespace = `polite${Date.now().toString(36)}`;
+  const spider = defineSpider({
+    name: 'catalog',
+    startUrls: [`${site.url}/books/page/1`],
+    parse(res, cx) {
+      for (const a of res.$('a[href]').toArray())
+        if (a.attribs.href!.startsWith('/book/')) cx.follow(a.attribs.href!);
+    },
+  });
+  const node = async (name: string) =>
+    ClusterConfig.bootstrap(name, `127.0.0.1:${await freePort()}`, path.join(dir, name));
+  try {
+    await expect(
+      Mocra.builder()
+        .spider(spider, () => {})
+        .queue(NATS_URL)
+        .cluster(await node('a'), { namespace, politeness: { maxConcurrency: 1 } })
+        .handleSignals(false)
+        .run(),
+    ).rejects.toMatchObject({
+      code: 'MOCRA_ERR_INVALID_ARGUMENT',
+      message: expect.stringMatching(
+        /Raft cluster keeps no host budgets.*\.queue\('redis:\/\/.*\.politeness\(\)/,
+      ),
+    });
+    // What the message suggests: each node's own politeness, on the same Raft + NATS cluster.
+    const summary = await Mocra.builder()
+      .spider(spider, () => {})
+      .queue(NATS_URL)
+      .cluster(await node('b'), {
+        namespace,
+        queueOptions: { nats: { storage: 'memory' } },
+        completion: { pollMs: 50, checkEveryMs: 100 },
+      })
+      .politeness({ maxConcurrency: 1, delayMs: 50, jitter: 0 })
+      .handleSignals(false)
+      .run();
+    expect(summary.reason).toBe('idle');
+    expect(summary.pages).toBe(4);
+    expect(maxConcurrency(site.stats({ log: true }).log)).toBe(1);
+  } finally {
+    await site.close();
+    await cleanup(namespace);
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -30,3 +30,31 @@ test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exac
   const nodes = [...stdout.matchAll(/^(n\d): (\d+) pages, \d+ items, ended: idle$/gm)];
   expect(nodes.map((m) => m[1])).toEqual(['n1', 'n2', 'n3']);
 });
+
+test('examples/cluster-service.ts: 3 service nodes fed by cron and /start_work stay up, then stop cleanly', {
+  timeout: 120_000,
+}, async () => {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@mocra/source', path.join(root, 'examples/cluster-service.ts')],
+    { cwd: root, env: { ...process.env, MOCRA_LOG_LEVEL: 'error' } },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 110_000);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearTimeout(timer);
+  expect(code, `${stdout}\n${stderr}`).toBe(0);
+  expect(stdout).toContain('3 service nodes up');
+  expect(stdout.match(/^\/start_work → crawled ".+" on n\d$/gm)).toHaveLength(3);
+  expect(stdout).toMatch(/after 3 s with nothing posted: 3 of 3 nodes up/);
+  expect(stdout).toMatch(/^n1: \d+ pages, ended: stopped$/m);
+  expect(stdout.match(/^n[23]: \d+ pages, ended: signal$/gm)).toHaveLength(2);
+  expect(stdout).toMatch(/cron ticks crawled: \d+, 0 twice/);
+});

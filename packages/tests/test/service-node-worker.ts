@@ -96,7 +96,7 @@ if (env.RAFT === '1') {
         electionTicks: 15,
         heartbeatTicks: 3,
         sweepIntervalMs: 100,
-        requestTimeoutMs: 8_000,
+        requestTimeoutMs: 3_000,
       },
     }),
     timing,

@@ -200,8 +200,12 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
         });
         opened.push(budget);
       } else if (coordinationScheme !== 'local') {
+        // Host budgets are a slot counter and a start gap per host, taken at every request start:
+        // on Raft that would be a log entry per page, so the budgets live on a Redis only.
         throw new InvalidArgumentError(
-          'cluster-wide politeness needs Redis: use a redis:// coordination URL',
+          coordinationScheme === 'raft'
+            ? `cluster-wide politeness needs Redis, and the Raft cluster keeps no host budgets: put the data plane on Redis (.queue('redis://…'); the budgets live there), or give each node its own politeness with .politeness() instead of .cluster({ politeness })`
+            : `cluster-wide politeness needs Redis: use a redis:// coordination URL or queue, or give each node its own politeness with .politeness() instead of .cluster({ politeness })`,
         );
       }
       gate = createHostScheduler({ ...schedulerOptions, ...(budget ? { budget } : {}) });
