@@ -147,6 +147,8 @@ export type { ClusterOptions, ClusterSettings } from './cluster.js';
 export { clusterSettingsFromConfig, resolveClusterOptions } from './cluster.js';
 export type { MocraErrorCode } from './errors.js';
 export { MOCRA_ERROR_CODES, SinkClosedError } from './errors.js';
+export type { RouteHandler, Router } from './router.js';
+export { createRouter } from './router.js';
 export type { ChannelEntry, ChannelSinkOptions, JsonlSinkOptions } from './sinks/index.js';
 export { ChannelSink, createChannelSink, createJsonlSink, JsonlSink, onItem } from './sinks/index.js';
 export type { SitemapSeedOptions } from './sitemap-seeds.js';

@@ -24,6 +24,8 @@ export interface FollowOptions extends Omit<RequestInit, 'module' | 'node' | 'ru
   node?: string;
   /** Module to hand the request to. @default the current module */
   module?: string;
+  /** Stored as `request.meta.label`: which handler of a router parses the response. */
+  label?: string;
 }
 
 /** What `cx.start(module, …)` starts. */
@@ -178,6 +180,7 @@ export class ParseContext<TItem = unknown> {
       request.url = parsed.href;
       if (options !== undefined) applyRequestInit(request, options);
     }
+    if (options?.label !== undefined) request.meta.label = options.label;
     request[PARSED_URL] = parsed;
     request.depth = this.response.request.depth + 1;
     this.follows.push({ request, module: options?.module, node: options?.node });
