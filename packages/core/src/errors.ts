@@ -34,7 +34,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_ENGINE_STATE: 'An engine method was called in a state that does not allow it (e.g. run() twice).',
   MOCRA_ERR_UNKNOWN_MODULE: 'A task or follow-up names a module or node that is not registered.',
   MOCRA_ERR_INVALID_URL: 'A request URL is not an absolute http(s) URL (seed, follow-up or redirect target).',
-  MOCRA_ERR_TIMEOUT: 'A download timed out; `phase` says where (connect, headers or body).',
+  MOCRA_ERR_TIMEOUT:
+    'A download timed out; `phase` says where (connect, headers, body, or request: the deadline of the whole request).',
   MOCRA_ERR_CONNECTION:
     'The connection failed (refused, reset, DNS) or was closed before the response headers arrived.',
   MOCRA_ERR_MALFORMED_RESPONSE:
@@ -429,8 +430,8 @@ export class InvalidUrlError extends MocraError {
   }
 }
 
-/** Where in a download a timeout struck. */
-export type TimeoutPhase = 'connect' | 'headers' | 'body';
+/** Where in a download a timeout struck; `request` is the deadline of the whole request. */
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
 
 export class TimeoutError extends MocraError {
   override readonly name = 'TimeoutError';

@@ -276,6 +276,11 @@ const download = z
       live: false,
       description: 'Longest pause between two body chunks.',
     }),
+    request_timeout_ms: key(positiveInt().default(120_000), {
+      live: false,
+      description:
+        'Longest a whole request may take (redirects, headers and body together); a body trickling in slowly fails with MOCRA_ERR_TIMEOUT (phase request) when it is passed.',
+    }),
     max_response_size: key(positiveInt().default(10 * 1024 * 1024), {
       live: false,
       description:
