@@ -59,6 +59,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_SINK_FAILED: 'A data sink threw while writing an item.',
   // ── config, schedule, session, middleware ──────────────────────────────────────
   MOCRA_ERR_CONFIG_READ: 'A config file could not be read (missing, unreadable, not a file).',
+  MOCRA_ERR_CONFIG_EMPTY:
+    'On a hot reload the config file held no settings (0 bytes, or only blanks and comments), as a save in progress or a truncated write leaves it; the running config stays.',
   MOCRA_ERR_CONFIG_SYNTAX: 'A config file is not valid TOML; the error gives the line and column.',
   MOCRA_ERR_CONFIG_INVALID:
     'Config failed validation (unknown key, wrong type or bad value); each issue names the key and where it was set (file:line:column, environment variable, code or module-config layer).',
@@ -713,6 +715,17 @@ export class ConfigReadError extends MocraError {
       'MOCRA_ERR_CONFIG_READ',
       `cannot read config file ${file}${options.cause === undefined ? '' : `: ${describe(options.cause)}`}`,
       options,
+    );
+  }
+}
+
+/** On a hot reload, a config file with no settings: refused, since applying it would reset every key. */
+export class ConfigEmptyError extends MocraError {
+  override readonly name = 'ConfigEmptyError';
+  constructor(readonly file: string) {
+    super(
+      'MOCRA_ERR_CONFIG_EMPTY',
+      `config file ${file} holds no settings (empty, or only comments): not applied, the running config stays`,
     );
   }
 }

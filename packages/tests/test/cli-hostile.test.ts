@@ -1,7 +1,7 @@
 // Hostile inputs as a user meets them: the built `mocra` bin (a child process) crawling the
 // hostile site. Each test starts from a page that links to one kind of hostile input beside
 // ordinary pages, and checks that the input costs its own page only, with its own error code.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +42,15 @@ function records(file: string): PageRecord[] {
 
 function byPath(list: readonly PageRecord[]): Map<string, PageRecord> {
   return new Map(list.map((r) => [new URL(r.url).pathname, r]));
+}
+
+/** Polls `check` (bounded: 200 × 50 ms). */
+async function waitFor(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await sleep(50);
+  }
+  throw new Error('condition not met in 10 s');
 }
 
 /** A start page linking to `paths` on the hostile site. */
@@ -128,5 +137,29 @@ test('--timeout bounds a robots.txt that never answers', { timeout: 60_000 }, as
     expect(run.stderr()).toMatch(/robots\.txt/);
   } finally {
     await silent.close();
+  }
+});
+
+test('hot reload refuses an emptied config file and an absurd live value, and says why', {
+  timeout: 60_000,
+}, async () => {
+  const config = path.join(tmp, 'reload.toml');
+  writeFileSync(config, '[crawler]\ntask_concurrency = 4\n');
+  const out = path.join(tmp, 'reload.jsonl');
+  // A page that never answers keeps the crawl running while the file is edited.
+  const run = startBin([
+    'crawl',
+    `${site.url}/silent/reload`,
+    ...['--config', config, '--timeout', '20s', '--retries', '0', '--out', out, '--no-progress'],
+  ]);
+  try {
+    await waitFor(() => site.stats()['/silent/reload'] === 1);
+    writeFileSync(config, '');
+    await run.line(/MOCRA_ERR_CONFIG_EMPTY|holds no settings/);
+    writeFileSync(config, '[crawler]\ntask_concurrency = 1000000\n');
+    await run.line(/task_concurrency: must be ≤ 10000/);
+  } finally {
+    run.child.kill('SIGINT');
+    await run.exited;
   }
 });
