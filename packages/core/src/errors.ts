@@ -34,7 +34,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_ENGINE_STATE: 'An engine method was called in a state that does not allow it (e.g. run() twice).',
   MOCRA_ERR_UNKNOWN_MODULE: 'A task or follow-up names a module or node that is not registered.',
   MOCRA_ERR_INVALID_URL: 'A request URL is not an absolute http(s) URL (seed, follow-up or redirect target).',
-  MOCRA_ERR_TIMEOUT: 'A download timed out; `phase` says where (connect, headers or body).',
+  MOCRA_ERR_TIMEOUT:
+    'A download timed out; `phase` says where (connect, headers, body, or request: the deadline of the whole request).',
   MOCRA_ERR_CONNECTION:
     'The connection failed (refused, reset, DNS) or was closed before the response headers arrived.',
   MOCRA_ERR_MALFORMED_RESPONSE:
@@ -58,6 +59,8 @@ export const CORE_ERROR_CODES = {
   MOCRA_ERR_SINK_FAILED: 'A data sink threw while writing an item.',
   // ── config, schedule, session, middleware ──────────────────────────────────────
   MOCRA_ERR_CONFIG_READ: 'A config file could not be read (missing, unreadable, not a file).',
+  MOCRA_ERR_CONFIG_EMPTY:
+    'On a hot reload the config file held no settings (0 bytes, or only blanks and comments), as a save in progress or a truncated write leaves it; the running config stays.',
   MOCRA_ERR_CONFIG_SYNTAX: 'A config file is not valid TOML; the error gives the line and column.',
   MOCRA_ERR_CONFIG_INVALID:
     'Config failed validation (unknown key, wrong type or bad value); each issue names the key and where it was set (file:line:column, environment variable, code or module-config layer).',
@@ -429,8 +432,8 @@ export class InvalidUrlError extends MocraError {
   }
 }
 
-/** Where in a download a timeout struck. */
-export type TimeoutPhase = 'connect' | 'headers' | 'body';
+/** Where in a download a timeout struck; `request` is the deadline of the whole request. */
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
 
 export class TimeoutError extends MocraError {
   override readonly name = 'TimeoutError';
@@ -712,6 +715,17 @@ export class ConfigReadError extends MocraError {
       'MOCRA_ERR_CONFIG_READ',
       `cannot read config file ${file}${options.cause === undefined ? '' : `: ${describe(options.cause)}`}`,
       options,
+    );
+  }
+}
+
+/** On a hot reload, a config file with no settings: refused, since applying it would reset every key. */
+export class ConfigEmptyError extends MocraError {
+  override readonly name = 'ConfigEmptyError';
+  constructor(readonly file: string) {
+    super(
+      'MOCRA_ERR_CONFIG_EMPTY',
+      `config file ${file} holds no settings (empty, or only comments): not applied, the running config stays`,
     );
   }
 }

@@ -368,6 +368,7 @@ export {
   BrowserNavigationError,
   CircuitOpenError,
   CORE_ERROR_CODES,
+  ConfigEmptyError,
   ConfigReadError,
   ConfigSyntaxError,
   ConfigValidationError,

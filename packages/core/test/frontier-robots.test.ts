@@ -1,6 +1,6 @@
 // robots.txt against the fixture site: rules, user-agent groups, one fetch per origin, RFC 9309's
 // unavailable/unreachable cases (on a fake clock), and Crawl-delay enforced by the scheduler.
-import { startFixtureSite } from '@mocra/testkit';
+import { startFixtureSite, startHostileSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { HostScheduler } from '../src/frontier/politeness/host-scheduler.js';
 import { createResourceFetcher, readLimited } from '../src/frontier/robots/resource-fetcher.js';
@@ -130,6 +130,24 @@ describe('the resource fetcher', () => {
     const { bytes, truncated } = await readLimited(big, 1000);
     expect(bytes.length).toBe(1000);
     expect(truncated).toBe(true);
+  });
+
+  test('a deadline for the whole fetch: a silent server and a body that trickles in', async () => {
+    const hostile = await startHostileSite();
+    try {
+      const fetch = createResourceFetcher({ timeoutMs: 30_000, requestTimeoutMs: 400 });
+      await expect(fetch(`${hostile.url}/silent/robots`)).rejects.toMatchObject({
+        code: 'MOCRA_ERR_TIMEOUT',
+        phase: 'request',
+      });
+      const slow = await fetch(`${hostile.url}/slow-body/1000?intervalMs=50`);
+      await expect(readLimited(slow, 10_000)).rejects.toMatchObject({ code: 'MOCRA_ERR_TIMEOUT' });
+      // A fetch read to its end within the deadline is not cut later.
+      const fine = await fetch(`${hostile.url}/linked/3`);
+      expect((await readLimited(fine, 100_000)).bytes.length).toBeGreaterThan(0);
+    } finally {
+      await hostile.close();
+    }
   });
 });
 

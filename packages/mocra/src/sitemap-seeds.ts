@@ -11,6 +11,7 @@ import {
   type GenerateContext,
   Request,
   type RequestInit,
+  type ResourceFetcher,
   type RobotsCache,
   readSitemap,
   type SitemapEntry,
@@ -32,6 +33,8 @@ export interface SitemapSeedOptions {
   crossSubmits?: boolean;
   /** For `seeds.sitemaps(site)`: the robots.txt cache to ask (the crawl's, so robots.txt is fetched once). */
   robots?: RobotsCache;
+  /** How sitemaps (and robots.txt, without `robots`) are fetched. @default an undici GET with the fetcher's default timeouts */
+  fetch?: ResourceFetcher;
 }
 
 export interface SitemapSeed {
@@ -54,6 +57,7 @@ export async function requestsFromSitemaps(
       urls = seed.discover
         ? await discoverSitemaps(seed.url, {
             signal: ctx.signal,
+            ...(seed.options.fetch === undefined ? {} : { fetch: seed.options.fetch }),
             ...(seed.options.robots === undefined ? {} : { robots: seed.options.robots }),
           })
         : [seed.url];
@@ -63,6 +67,7 @@ export async function requestsFromSitemaps(
     }
     for await (const entry of readSitemap(urls, {
       signal: ctx.signal,
+      ...(seed.options.fetch === undefined ? {} : { fetch: seed.options.fetch }),
       onError,
       maxUrls: seed.options.maxUrls ?? 1_000_000,
       ...(seed.discover ? { listedBy: seed.url, crossSubmits: seed.options.crossSubmits === true } : {}),

@@ -1,9 +1,10 @@
 // Hostile inputs as a user meets them: the built `mocra` bin (a child process) crawling the
 // hostile site. Each test starts from a page that links to one kind of hostile input beside
 // ordinary pages, and checks that the input costs its own page only, with its own error code.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_TEXT_CHARS, TRUNCATED_MARKER } from '@mocra/core';
 import { type HostileSite, startHostileSite } from '@mocra/testkit';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
@@ -41,6 +42,15 @@ function records(file: string): PageRecord[] {
 
 function byPath(list: readonly PageRecord[]): Map<string, PageRecord> {
   return new Map(list.map((r) => [new URL(r.url).pathname, r]));
+}
+
+/** Polls `check` (bounded: 200 × 50 ms). */
+async function waitFor(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await sleep(50);
+  }
+  throw new Error('condition not met in 10 s');
 }
 
 /** A start page linking to `paths` on the hostile site. */
@@ -86,4 +96,70 @@ test('an empty Location is reported as such, and a huge <title> is cut with a ma
   expect(huge.title).toBe(`${'t'.repeat(MAX_TEXT_CHARS)}${TRUNCATED_MARKER}`);
   // The record line holds the cut title, not 8 MB.
   expect(readFileSync(ran.out, 'utf8').length).toBeLessThan(64 * 1024);
+});
+
+test('--timeout bounds a body that trickles in, and the sitemap that never answers', {
+  timeout: 60_000,
+}, async () => {
+  const ran = await crawl('slow', [
+    linksTo('/slow-body/1000?intervalMs=200', '/linked/0'),
+    ...['--timeout', '1500ms', '--retries', '0', '--sitemaps', '--log-level', 'warn'],
+  ]);
+  expect(ran.code, ran.stderr).toBe(0);
+  const pages = byPath(ran.records);
+  // 1,000 bytes at one per 200 ms never pause long enough for the idle timer: only the request's
+  // deadline ends it.
+  expect(pages.get('/slow-body/1000')).toMatchObject({ error: 'MOCRA_ERR_TIMEOUT' });
+  expect(pages.get('/linked/0')).toMatchObject({ status: 200, error: null });
+  expect(site.stats()['/silent/sitemap.xml']).toBe(1);
+  expect(ran.stderr).toMatch(/silent\/sitemap\.xml/);
+});
+
+test('--timeout bounds a robots.txt that never answers', { timeout: 60_000 }, async () => {
+  const silent = await startHostileSite({ silentRobots: true });
+  try {
+    const out = path.join(tmp, 'silent-robots.jsonl');
+    const run = startBin([
+      'crawl',
+      `${silent.url}/linked/0`,
+      '--timeout',
+      '1s',
+      '--out',
+      out,
+      '--no-progress',
+    ]);
+    // Without the deadline the robots.txt fetch waits out its own 30 s headers timeout; the
+    // bound here only needs to be below that.
+    const code = await Promise.race([run.exited, sleep(20_000).then(() => 'still running' as const)]);
+    expect(code, run.stderr()).not.toBe('still running');
+    expect(silent.stats()['/robots.txt']).toBe(1);
+    // The start URL's robots.txt could not be read: the CLI says so.
+    expect(run.stderr()).toMatch(/robots\.txt/);
+  } finally {
+    await silent.close();
+  }
+});
+
+test('hot reload refuses an emptied config file and an absurd live value, and says why', {
+  timeout: 60_000,
+}, async () => {
+  const config = path.join(tmp, 'reload.toml');
+  writeFileSync(config, '[crawler]\ntask_concurrency = 4\n');
+  const out = path.join(tmp, 'reload.jsonl');
+  // A page that never answers keeps the crawl running while the file is edited.
+  const run = startBin([
+    'crawl',
+    `${site.url}/silent/reload`,
+    ...['--config', config, '--timeout', '20s', '--retries', '0', '--out', out, '--no-progress'],
+  ]);
+  try {
+    await waitFor(() => site.stats()['/silent/reload'] === 1);
+    writeFileSync(config, '');
+    await run.line(/MOCRA_ERR_CONFIG_EMPTY|holds no settings/);
+    writeFileSync(config, '[crawler]\ntask_concurrency = 1000000\n');
+    await run.line(/task_concurrency: must be ≤ 10000/);
+  } finally {
+    run.child.kill('SIGINT');
+    await run.exited;
+  }
 });

@@ -59,6 +59,7 @@ export function engineOptionsFromConfig(
       connectTimeoutMs: d.connect_timeout_ms,
       headersTimeoutMs: d.headers_timeout_ms,
       bodyTimeoutMs: d.body_timeout_ms,
+      requestTimeoutMs: d.request_timeout_ms,
       maxBodyBytes: d.max_response_size,
       maxRedirects: d.max_redirects,
       decompress: d.decompress,

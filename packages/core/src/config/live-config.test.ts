@@ -103,6 +103,44 @@ describe('LiveConfig.reload (no watcher)', () => {
     expect(live.config.crawler.task_concurrency).toBe(8);
   });
 
+  test('an empty or comment-only file and an absurd live value are refused; the running config stays', async () => {
+    await writeFile(file, '[crawler]\ntask_concurrency = 8\n[logger]\nlevel = "debug"\n');
+    live = await openLiveConfig({ file, watch: false, env: false, debounceMs: 10 });
+    const errors: ConfigReloadErrorEvent[] = [];
+    live.onError((e) => errors.push(e));
+    await writeFile(file, '');
+    expect(await live.reload()).toBeUndefined();
+    await writeFile(file, '\n  # everything commented out\n\n');
+    expect(await live.reload()).toBeUndefined();
+    await writeFile(file, '[crawler]\ntask_concurrency = 1000000\n');
+    expect(await live.reload()).toBeUndefined();
+    expect(errors.map((e) => e.error.code)).toEqual([
+      'MOCRA_ERR_CONFIG_EMPTY',
+      'MOCRA_ERR_CONFIG_EMPTY',
+      'MOCRA_ERR_CONFIG_INVALID',
+    ]);
+    expect(errors[2]!.error.message).toContain('crawler.task_concurrency: must be ≤ 10000');
+    expect(live.config.crawler.task_concurrency).toBe(8);
+    expect(live.config.logger.level).toBe('debug');
+    // A sane value still applies.
+    await writeFile(file, '[crawler]\ntask_concurrency = 9\n[logger]\nlevel = "debug"\n');
+    expect((await live.reload())?.applied.map((c) => [c.key, c.to])).toEqual([
+      ['crawler.task_concurrency', 9],
+    ]);
+  });
+
+  test('a file still being written is read again until it settles; its half-written state is never applied', async () => {
+    await writeFile(file, '[crawler]\ntask_concurrency = 8\n');
+    live = await openLiveConfig({ file, watch: false, env: false, debounceMs: 150 });
+    // The writer truncates (a valid file that drops a key), then writes the rest 50 ms later.
+    await writeFile(file, '[crawler]\n');
+    const reloaded = live.reload();
+    await new Promise((r) => setTimeout(r, 50));
+    await writeFile(file, '[crawler]\ntask_concurrency = 12\n');
+    const event = await reloaded;
+    expect(event?.applied.map((c) => [c.key, c.from, c.to])).toEqual([['crawler.task_concurrency', 8, 12]]);
+  });
+
   test('a reload that changes nothing emits no change event', async () => {
     await writeFile(file, 'name = "a"\n');
     live = await openLiveConfig({ file, watch: false, env: false });

@@ -2,7 +2,7 @@
  * Hot reload of a config file.
  *
  * ```
- *   file changes ─▶ debounce ─▶ read + validate ─┬─ broken: keep the last good config, report the error
+ *   file changes ─▶ debounce ─▶ read until settled + validate ─┬─ broken or empty: keep the last good config, report the error
  *                                                └─ valid: diff against the running config
  *                                                     ├─ live keys      → applied now   ┐
  *                                                     └─ restart keys   → reported      ┴─▶ change event
@@ -18,8 +18,15 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
-import { InternalError, isMocraError, type MocraError } from '../errors.js';
+import {
+  ConfigEmptyError,
+  ConfigReadError,
+  InternalError,
+  isMocraError,
+  type MocraError,
+} from '../errors.js';
 import { configKeys } from './keys.js';
 import { type LoadConfigOptions, readConfigFile, resolveConfig } from './load.js';
 import type { MocraConfig } from './schema.js';
@@ -66,6 +73,17 @@ export const CONFIG_CHANNEL_NAMES = {
 } as const;
 
 const reloadChannel = diagnostics_channel.channel(CONFIG_CHANNEL_NAMES.reload);
+/** Extra reads of a file that keeps changing before a reload gives up until its next change. */
+const SETTLE_ATTEMPTS = 4;
+
+/** Whether TOML text sets anything: a line that is not blank and not a comment. */
+function hasSettings(toml: string): boolean {
+  for (const line of toml.split('\n')) {
+    const t = line.trim();
+    if (t !== '' && !t.startsWith('#')) return true;
+  }
+  return false;
+}
 const errorChannel = diagnostics_channel.channel(CONFIG_CHANNEL_NAMES.error);
 
 /** Loads `options.file` (throwing on a broken file) and starts watching it. */
@@ -155,6 +173,23 @@ export class LiveConfig {
     this.#watcher = undefined;
   }
 
+  /**
+   * The file once two reads a debounce apart agree: a writer still at work (a save in several
+   * steps, a copy) changes it between them, and its half-written state is never applied.
+   */
+  async #settledRead(): Promise<string> {
+    let text = await readConfigFile(this.#options.file);
+    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
+      await sleep(this.#debounceMs);
+      const again = await readConfigFile(this.#options.file);
+      if (again === text) return text;
+      text = again;
+    }
+    throw new ConfigReadError(this.file, {
+      cause: new Error(`still changing after ${SETTLE_ATTEMPTS + 1} reads; the next change reloads it`),
+    });
+  }
+
   #schedule(): void {
     if (this.#closed) return;
     if (this.#timer) clearTimeout(this.#timer);
@@ -168,7 +203,10 @@ export class LiveConfig {
   async #reloadNow(): Promise<ConfigReloadEvent | undefined> {
     let next: MocraConfig;
     try {
-      const toml = await readConfigFile(this.#options.file);
+      const toml = await this.#settledRead();
+      // A file with no settings at all resets every key to its default. That is what an editor
+      // leaves between truncating and writing, or a write that died half-way: not an edit.
+      if (!hasSettings(toml)) throw new ConfigEmptyError(this.file);
       next = resolveConfig({ ...this.#options, toml });
     } catch (err) {
       this.#reportError(isMocraError(err) ? err : new InternalError('config reload failed', { cause: err }));

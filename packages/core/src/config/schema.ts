@@ -32,6 +32,13 @@ function key<T extends z.ZodType>(schema: T, info: ConfigKeyInfo): T {
 }
 
 const positiveInt = () => z.int().min(1);
+/**
+ * Worker counts: each worker is a loop with its own buffers, so a typo (an extra zero, or six)
+ * must be refused, not applied to a running crawl. The same bound as the CLI's `-c`.
+ */
+const workerCount = () => positiveInt().max(10_000);
+/** A timeout in ms: a day at most (larger is a unit mistake: seconds typed as ms). */
+const timeoutMs = () => positiveInt().max(86_400_000);
 const nonNegativeInt = () => z.int().min(0);
 const durationMs = () => z.int().min(0);
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'not a valid HTTP header name');
@@ -88,7 +95,7 @@ export const moduleSettingsShape = {
     live: true,
     description: "Headers added to every request of the module (a request's own headers win).",
   }),
-  timeout_ms: key(positiveInt().optional(), {
+  timeout_ms: key(timeoutMs().optional(), {
     live: true,
     description: 'Timeout of requests that set none, in ms (headers and body each).',
     upstream: 'download_config.timeout / module `default_timeout`',
@@ -119,13 +126,13 @@ export const moduleSettingsShape = {
     description:
       'Statuses that mean the session is gone: the module logs in again and the request is retried (only for modules with `shouldLogin`).',
   }),
-  login_max_attempts: key(positiveInt().optional(), {
+  login_max_attempts: key(positiveInt().max(100).optional(), {
     live: true,
     description: 'Login attempts in a row before the session fails with MOCRA_ERR_LOGIN_FAILED.',
   }),
   // Two keys of mocra for Rust, read with their meaning there so a module row moved from a Rust
   // deployment keeps working; where a layer also sets the native key, the higher layer wins.
-  default_timeout: key(z.number().positive().optional(), {
+  default_timeout: key(z.number().positive().max(86_400).optional(), {
     live: true,
     description:
       'Timeout of requests that set none, in seconds (the Rust mocra name of `timeout_ms`; the higher layer of the two wins).',
@@ -194,26 +201,26 @@ export type ModuleLayerInput = z.input<typeof moduleLayerSchema>;
 
 const crawler = z
   .strictObject({
-    task_concurrency: key(positiveInt().default(32), {
+    task_concurrency: key(workerCount().default(32), {
       live: true,
       description: 'Concurrent downloads: the worker pool of the download stage.',
       upstream: 'crawler.task_concurrency',
     }),
-    generate_concurrency: key(positiveInt().default(4), {
+    generate_concurrency: key(workerCount().default(4), {
       live: true,
       description: "Task-stage workers: entry nodes' generate for new runs.",
     }),
-    parser_concurrency: key(positiveInt().default(16), {
+    parser_concurrency: key(workerCount().default(16), {
       live: true,
       description: 'Parse-stage workers.',
       upstream: 'crawler.parser_concurrency',
     }),
-    parser_task_concurrency: key(positiveInt().default(8), {
+    parser_task_concurrency: key(workerCount().default(8), {
       live: true,
       description: 'Follow-up workers: generate of the next node for work a parse handed on.',
       upstream: 'crawler.parser_concurrency (shared there)',
     }),
-    error_task_concurrency: key(positiveInt().default(4), {
+    error_task_concurrency: key(workerCount().default(4), {
       live: true,
       description: 'Error-stage workers (retry decisions, dead-lettering).',
       upstream: 'crawler.error_task_concurrency',
@@ -275,6 +282,11 @@ const download = z
     body_timeout_ms: key(positiveInt().default(30_000), {
       live: false,
       description: 'Longest pause between two body chunks.',
+    }),
+    request_timeout_ms: key(positiveInt().default(120_000), {
+      live: false,
+      description:
+        'Longest a whole request may take (redirects, headers and body together); a body trickling in slowly fails with MOCRA_ERR_TIMEOUT (phase request) when it is passed.',
     }),
     max_response_size: key(positiveInt().default(10 * 1024 * 1024), {
       live: false,

@@ -240,6 +240,34 @@ describe('HttpDownloader', () => {
     }
   });
 
+  test('a body that trickles in is ended by the request deadline; the caller aborting stays an abort', async () => {
+    const hostile = await startHostileSite();
+    const quick = createHttpDownloader({ requestTimeoutMs: 600, bodyTimeoutMs: 30_000 });
+    try {
+      const slow = new Request(`${hostile.url}/slow-body/1000?intervalMs=50`);
+      const err = await failure(quick.download(slow, never));
+      expect(err).toMatchObject({
+        code: 'MOCRA_ERR_TIMEOUT',
+        phase: 'request',
+        timeoutMs: 600,
+        retryable: true,
+      });
+      // A request allowed a longer idle wait is not cut by the shorter deadline.
+      const own = new Request(`${hostile.url}/slow-body/20?intervalMs=50`, { timeoutMs: 5000 });
+      expect((await quick.download(own, never)).body.length).toBe(20);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 100);
+      const aborted = await failure(
+        quick.download(new Request(`${hostile.url}/endless/0`), controller.signal),
+      );
+      expect(aborted.code).toBe('MOCRA_ERR_ABORTED');
+      expect(() => createHttpDownloader({ requestTimeoutMs: 0 })).toThrow(/requestTimeoutMs/);
+    } finally {
+      await quick.close();
+      await hostile.close();
+    }
+  });
+
   test('an empty body with a Content-Encoding is an empty body', async () => {
     const res = await dl.download(new Request(`${rawBase}/empty-gzip`), never);
     expect(res.body.length).toBe(0);

@@ -8,8 +8,9 @@
  *          ─▶ body ─▶ [gunzip | inflate | brotli]* ─▶ size cap (decoded bytes) ─▶ Response
  * ```
  *
- * Timeouts are undici's own per-request timers (connect, headers, body-idle); this file adds
- * none. The size cap is enforced on the bytes we would hold, i.e. after decompression, while
+ * Timeouts are undici's own per-request timers (connect, headers, body-idle), and one deadline
+ * for the whole request (every hop, headers and body): a body that trickles a byte at a time
+ * never trips an idle timer, so only a total bound frees its slot. The size cap is enforced on the bytes we would hold, i.e. after decompression, while
  * streaming: a compression bomb is stopped at the cap, not after inflating.
  */
 import type { Readable } from 'node:stream';
@@ -33,6 +34,7 @@ import {
   TooManyRedirectsError,
 } from '../errors.js';
 import { parseHttpUrl, requestUrl } from '../frontier/fingerprint.js';
+import { Deadline } from '../model/deadline.js';
 import type { Request } from '../model/request.js';
 import { type RedirectHop, Response } from '../model/response.js';
 import type { DownloadContext, Downloader } from './types.js';
@@ -49,6 +51,13 @@ export interface HttpDownloaderOptions {
   headersTimeoutMs?: number;
   /** Longest pause between two body chunks (undici checks it on a tick of about half a second). @default 30000 */
   bodyTimeoutMs?: number;
+  /**
+   * Longest a whole request may take: every redirect hop, the headers and the body. It fails
+   * with TimeoutError (`phase: 'request'`) when passed. A request's own `timeoutMs` (its headers
+   * and body timeout) raises it for that request when larger.
+   * @default 120000
+   */
+  requestTimeoutMs?: number;
   /** Largest body kept, counted after decompression; larger ones fail with BodyTooLargeError. @default 10485760 (10 MiB) */
   maxBodyBytes?: number;
   /** Redirects followed per request before TooManyRedirectsError (`request.maxRedirects` overrides). @default 10 */
@@ -99,6 +108,7 @@ export class HttpDownloader implements Downloader {
   readonly #connectTimeoutMs: number;
   readonly #headersTimeoutMs: number;
   readonly #bodyTimeoutMs: number;
+  readonly #requestTimeoutMs: number;
   readonly #maxBodyBytes: number;
   readonly #maxRedirects: number;
   readonly #decompress: boolean;
@@ -110,6 +120,7 @@ export class HttpDownloader implements Downloader {
     this.#connectTimeoutMs = positive('connectTimeoutMs', options.connectTimeoutMs, 10_000);
     this.#headersTimeoutMs = positive('headersTimeoutMs', options.headersTimeoutMs, 30_000);
     this.#bodyTimeoutMs = positive('bodyTimeoutMs', options.bodyTimeoutMs, 30_000);
+    this.#requestTimeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 120_000);
     this.#maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024);
     this.#maxRedirects = nonNegative('maxRedirects', options.maxRedirects, 10);
     this.#decompress = options.decompress ?? true;
@@ -137,7 +148,23 @@ export class HttpDownloader implements Downloader {
     }
   }
 
-  async download(request: Request, signal: AbortSignal, context?: DownloadContext): Promise<Response> {
+  async download(request: Request, outer: AbortSignal, context?: DownloadContext): Promise<Response> {
+    // A request allowed a longer idle wait than the deadline is not cut short by it.
+    const ms = Math.max(this.#requestTimeoutMs, request.timeoutMs ?? 0);
+    const deadline = new Deadline(outer, ms, () => new TimeoutError(request.url, 'request', ms));
+    try {
+      return await this.#download(request, deadline, context);
+    } catch (err) {
+      // An idle timer that struck first names its own phase.
+      if (!deadline.expired || err instanceof TimeoutError) throw err;
+      throw new TimeoutError(request.url, 'request', ms, { cause: err });
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async #download(request: Request, deadline: Deadline, context?: DownloadContext): Promise<Response> {
+    const signal = deadline.signal;
     const started = performance.now();
     // Every hop of a redirect chain goes through the same proxy.
     const dispatcher = context?.proxy?.dispatcher ?? this.#dispatcher;

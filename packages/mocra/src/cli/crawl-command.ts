@@ -72,6 +72,7 @@ export async function crawlCommand(
         const reference = new URL(url);
         seeds.sitemaps(reference.origin, {
           filter: (entry) => sitemapScope.test(new URL(entry.url), reference),
+          fetch,
           ...(robots === undefined ? {} : { robots }),
         });
       }
@@ -93,7 +94,7 @@ export async function crawlCommand(
     },
   });
   const builder = Mocra.builder();
-  const robots = configureBuilder(builder, flags);
+  const { robots, fetch } = configureBuilder(builder, flags);
   builder.spider(spider, (record) => {
     writer?.write(record.url, record);
   });

@@ -16,7 +16,7 @@ export async function runCommand(file: string, flags: RuntimeFlags, io: CliIo): 
   const runnable = await loadRunnable(file);
   let writer: OutputFile | undefined;
   const builder = Mocra.builder();
-  const robots = configureBuilder(builder, flags);
+  const { robots } = configureBuilder(builder, flags);
   const sink = (item: unknown, meta: { itemId: string }) => {
     writer?.write(meta.itemId, item);
   };

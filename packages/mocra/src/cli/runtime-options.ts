@@ -7,10 +7,12 @@ import { readFileSync } from 'node:fs';
 import {
   ConfigReadError,
   compileUrlPattern,
+  createResourceFetcher,
   createRobotsCache,
   type LinkScope,
   type LogLevel,
   parseToml,
+  type ResourceFetcher,
   type RobotsCache,
   readEnvOverrides,
   type UrlPattern,
@@ -168,7 +170,10 @@ export function addRuntimeFlags(cmd: Command): Command {
       new Option('--retries <n>', 'retries of a failed request').default(2).argParser(intFlag(0, 100)),
     )
     .addOption(
-      new Option('--timeout <duration>', 'request timeout (headers and body each)')
+      new Option(
+        '--timeout <duration>',
+        'longest a request may take, body included (also the wait for headers and between body chunks); robots.txt and sitemaps too',
+      )
         .default(30_000)
         .argParser(durationFlag),
     )
@@ -191,7 +196,7 @@ export function addRuntimeFlags(cmd: Command): Command {
  */
 const CONFIG_FLAGS = {
   concurrency: ['crawler.task_concurrency'],
-  timeout: ['download.headers_timeout_ms', 'download.body_timeout_ms'],
+  timeout: ['download.headers_timeout_ms', 'download.body_timeout_ms', 'download.request_timeout_ms'],
   retries: ['retry.max_retries'],
   logLevel: ['logger.level'],
 } as const satisfies Record<string, readonly string[]>;
@@ -218,17 +223,30 @@ function configuredKeys(file: string | undefined): Set<string> {
   return keys;
 }
 
-/** Apply the shared runtime flags to a builder; returns the robots.txt cache (when obeyed) for the summary. */
-export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): RobotsCache | undefined {
-  const robots = flags.robots ? createRobotsCache() : undefined;
+/** What the crawl fetches besides its pages: robots.txt (when obeyed) and sitemaps. */
+export interface CrawlResources {
+  /** The robots.txt cache the crawl obeys, for the summary; undefined with `--no-robots`. */
+  robots: RobotsCache | undefined;
+  /** How robots.txt and sitemaps are fetched: held to `--timeout` like every page. */
+  fetch: ResourceFetcher;
+}
+
+/** Apply the shared runtime flags to a builder; returns how robots.txt and sitemaps are fetched. */
+export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): CrawlResources {
   const configured = configuredKeys(flags.config);
   const apply = (flag: keyof typeof CONFIG_FLAGS) =>
     flags.given.has(flag) || !CONFIG_FLAGS[flag].some((key) => configured.has(key));
+  const fetch = createResourceFetcher(
+    apply('timeout') ? { timeoutMs: flags.timeout, requestTimeoutMs: flags.timeout } : {},
+  );
+  const robots = flags.robots ? createRobotsCache({ fetch }) : undefined;
   if (flags.config !== undefined) builder.fromToml(flags.config);
   if (apply('concurrency')) builder.concurrency(flags.concurrency);
   builder.download({
     ...(apply('concurrency') ? { connections: flags.concurrency } : {}),
-    ...(apply('timeout') ? { headersTimeoutMs: flags.timeout, bodyTimeoutMs: flags.timeout } : {}),
+    ...(apply('timeout')
+      ? { headersTimeoutMs: flags.timeout, bodyTimeoutMs: flags.timeout, requestTimeoutMs: flags.timeout }
+      : {}),
     ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
   });
   if (apply('retries')) builder.retry({ maxRetries: flags.retries });
@@ -245,5 +263,5 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Ro
       ...(flags.maxDepth === undefined ? {} : { maxDepth: flags.maxDepth }),
     });
   if (flags.persist !== undefined) builder.persist(flags.persist);
-  return robots;
+  return { robots, fetch };
 }

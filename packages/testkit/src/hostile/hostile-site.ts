@@ -3,7 +3,7 @@
  * broken peer would. Each input lives at its own route; none of them is reachable from the
  * fixture site's pages, so crawling the fixture site never meets them by accident.
  *
- *   GET /robots.txt                 allow-all, or never answered (`silentRobots`)
+ *   GET /robots.txt                 allow-all listing a sitemap that never answers, or itself never answered (`silentRobots`)
  *   GET /silent/:name               headers never sent (a sitemap or page that never answers)
  *   GET /stacked-encoding/:n        a page gzipped n times, `Content-Encoding: gzip` × n
  *   GET /empty-location             302 with an empty `Location`
@@ -121,7 +121,12 @@ export async function startHostileSite(options: HostileSiteOptions = {}): Promis
     switch (parts[0]) {
       case 'robots.txt':
         if (options.silentRobots === true) return; // never answered
-        send(res, 200, 'text/plain; charset=utf-8', 'User-agent: *\nAllow: /\n');
+        send(
+          res,
+          200,
+          'text/plain; charset=utf-8',
+          `User-agent: *\nAllow: /\nSitemap: http://${host}/silent/sitemap.xml\n`,
+        );
         return;
       case 'silent':
         return; // the request is read, the answer never comes

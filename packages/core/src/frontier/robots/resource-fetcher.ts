@@ -1,11 +1,14 @@
 /**
  * A small GET for the frontier's own files (robots.txt, sitemaps): redirects followed up to a
- * limit, a timeout, and a streamed body the caller reads only as far as it wants. The engine
+ * limit, idle timeouts and a deadline for the whole fetch (the body read included), and a
+ * streamed body the caller reads only as far as it wants. The engine
  * can pass its own fetcher instead (to go through its proxies, cookies and User-Agent).
  */
 
 import type { Dispatcher } from 'undici';
 import { request as undiciRequest } from 'undici';
+import { TimeoutError } from '../../errors.js';
+import { Deadline } from '../../model/deadline.js';
 
 export interface FetchedResource {
   /** The final URL, after redirects. */
@@ -31,6 +34,12 @@ export interface ResourceFetcherOptions {
   maxRedirects?: number;
   /** Headers and body timeout each. @default 30000 */
   timeoutMs?: number;
+  /**
+   * Longest the whole fetch may take, redirects and the body read included; then the fetch or
+   * the body read fails with TimeoutError (`phase: 'request'`).
+   * @default 60000
+   */
+  requestTimeoutMs?: number;
   /** undici dispatcher (a proxy agent, a shared pool). @default undici's global dispatcher */
   dispatcher?: Dispatcher;
 }
@@ -49,31 +58,44 @@ export function createResourceFetcher(options: ResourceFetcherOptions = {}): Res
   const userAgent = options.userAgent ?? 'mocra (+https://github.com/mocra-ts/mocra)';
   const maxRedirects = options.maxRedirects ?? 5;
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
   return async (url, init = {}) => {
+    const deadline = new Deadline(
+      init.signal,
+      requestTimeoutMs,
+      () => new TimeoutError(url, 'request', requestTimeoutMs),
+    );
     let current = url;
-    for (let hop = 0; ; hop++) {
-      const res = await undiciRequest(current, {
-        method: 'GET',
-        headers: { 'user-agent': userAgent, accept: '*/*', 'accept-encoding': 'identity' },
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        ...(init.signal ? { signal: init.signal } : {}),
-        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-      });
-      const location = res.headers.location;
-      if (REDIRECTS.has(res.statusCode) && typeof location === 'string' && location !== '') {
-        await res.body.dump();
-        if (hop >= maxRedirects) throw new TooManyResourceRedirects(url);
-        current = new URL(location, current).href;
-        continue;
+    try {
+      for (let hop = 0; ; hop++) {
+        const res = await undiciRequest(current, {
+          method: 'GET',
+          headers: { 'user-agent': userAgent, accept: '*/*', 'accept-encoding': 'identity' },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          signal: deadline.signal,
+          ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+        });
+        const location = res.headers.location;
+        if (REDIRECTS.has(res.statusCode) && typeof location === 'string' && location !== '') {
+          await res.body.dump();
+          if (hop >= maxRedirects) throw new TooManyResourceRedirects(url);
+          current = new URL(location, current).href;
+          continue;
+        }
+        // The deadline runs on while the caller reads, and ends with the body.
+        res.body.once('close', () => deadline.clear());
+        return {
+          url: current,
+          status: res.statusCode,
+          headers: res.headers,
+          body: res.body,
+          discard: () => res.body.dump().then(() => undefined),
+        };
       }
-      return {
-        url: current,
-        status: res.statusCode,
-        headers: res.headers,
-        body: res.body,
-        discard: () => res.body.dump().then(() => undefined),
-      };
+    } catch (err) {
+      deadline.clear();
+      throw deadline.expired ? new TimeoutError(url, 'request', requestTimeoutMs, { cause: err }) : err;
     }
   };
 }
