@@ -71,6 +71,7 @@ export function clusterSettingsFromConfig(config: MocraConfig): ClusterSettings 
     cluster: {
       queueOptions,
       ...(c.run_id === undefined ? {} : { runId: c.run_id }),
+      ...(c.service === undefined ? {} : { service: c.service }),
     },
   };
 }

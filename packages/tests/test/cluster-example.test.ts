@@ -1,17 +1,18 @@
-// examples/cluster-crawl.ts runs as documented: three processes on loopback (Raft control plane,
-// Redis data plane) crawl the fixture catalog, every book once; it exits 0 on its own.
+// The cluster examples run as documented and exit 0 on their own: examples/cluster-crawl.ts
+// (three processes on loopback, Raft control plane, Redis data plane, crawl the fixture catalog,
+// every book once) and examples/cluster-service.ts (three service nodes fed by cron and
+// /start_work stay up until they are stopped).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 
-test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exactly once', {
-  timeout: 150_000,
-}, async () => {
+/** Run `examples/<file>` as documented, with a deadline; its exit code and output. */
+async function runExample(file: string, timeoutMs: number) {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--conditions=@mocra/source', path.join(root, 'examples/cluster-crawl.ts')],
+    ['--import', 'tsx', '--conditions=@mocra/source', path.join(root, 'examples', file)],
     { cwd: root, env: { ...process.env, MOCRA_LOG_LEVEL: 'error' } },
   );
   let stdout = '';
@@ -22,9 +23,16 @@ test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exac
   child.stderr.on('data', (d: Buffer) => {
     stderr += d;
   });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 140_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exactly once', {
+  timeout: 150_000,
+}, async () => {
+  const { code, stdout, stderr } = await runExample('cluster-crawl.ts', 140_000);
   expect(code, stderr).toBe(0);
   expect(stdout).toContain('200 distinct items (catalog: 200 books)');
   const nodes = [...stdout.matchAll(/^(n\d): (\d+) pages, \d+ items, ended: idle$/gm)];
@@ -34,22 +42,7 @@ test('examples/cluster-crawl.ts: 3 Raft nodes crawl the catalog, every book exac
 test('examples/cluster-service.ts: 3 service nodes fed by cron and /start_work stay up, then stop cleanly', {
   timeout: 120_000,
 }, async () => {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@mocra/source', path.join(root, 'examples/cluster-service.ts')],
-    { cwd: root, env: { ...process.env, MOCRA_LOG_LEVEL: 'error' } },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d;
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 110_000);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  clearTimeout(timer);
+  const { code, stdout, stderr } = await runExample('cluster-service.ts', 110_000);
   expect(code, `${stdout}\n${stderr}`).toBe(0);
   expect(stdout).toContain('3 service nodes up');
   expect(stdout.match(/^\/start_work → crawled ".+" on n\d$/gm)).toHaveLength(3);

@@ -2,6 +2,7 @@
 // TOML [channel_config]), and what a distributed run does at its edges: a response too large for
 // the broker, a run that already finished, a queue without a coordination backend.
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { resolveConfig } from '@mocra/core';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { clusterSettingsFromConfig, defineSpider, Mocra, resolveClusterOptions } from 'mocra';
@@ -58,6 +59,7 @@ name = "shop"
 queue = "nats://127.0.0.1:4222"
 coordination = "redis://127.0.0.1:6379"
 run_id = "2026-11-30"
+service = true
 queue_codec = "json"
 compression_threshold = 4096
 max_payload_bytes = 900000
@@ -73,6 +75,7 @@ max_deliveries = 3
       namespace: 'shop',
       cluster: {
         runId: '2026-11-30',
+        service: true,
         queueOptions: {
           codec: { format: 'json', compressThresholdBytes: 4096 },
           maxPayloadBytes: 900_000,
@@ -86,6 +89,9 @@ max_deliveries = 3
     expect(
       resolveConfig({ env: { MOCRA_CHANNEL_CONFIG__QUEUE: 'redis://r:6379' } }).channel_config.queue,
     ).toBe('redis://r:6379');
+    expect(resolveConfig({ env: { MOCRA_CHANNEL_CONFIG__SERVICE: 'false' } }).channel_config.service).toBe(
+      false,
+    );
   });
 
   test('a distributed builder connects first: build() says so; a NATS queue needs a coordination URL', async () => {
@@ -191,5 +197,35 @@ describe('a distributed run at its edges', () => {
     expect(second.pages).toBe(0);
     const third = await run('second-crawl');
     expect(third.pages).toBe(5);
+  });
+
+  test("MOCRA_CHANNEL_CONFIG__SERVICE=true keeps a finished crawl's node up until it is stopped", async () => {
+    const namespace = ns();
+    const spider = defineSpider({ name: 'tiny', startUrls: [`${site.url}/graph/3/2/500/0`], parse() {} });
+    const saved = process.env.MOCRA_CHANNEL_CONFIG__SERVICE;
+    process.env.MOCRA_CHANNEL_CONFIG__SERVICE = 'true';
+    try {
+      const stop = new AbortController();
+      let ended = false;
+      const run = Mocra.builder()
+        .spider(spider, () => {})
+        .queue(REDIS_URL)
+        .cluster({ namespace, completion: { pollMs: 50, checkEveryMs: 100 } })
+        .handleSignals(false)
+        .signal(stop.signal)
+        .run()
+        .finally(() => {
+          ended = true;
+        });
+      await sleep(2_000); // the page is crawled in a moment; twenty completion checks later, still up
+      expect(ended).toBe(false);
+      stop.abort();
+      const summary = await run;
+      expect(summary.pages).toBe(1);
+      expect(summary.reason).not.toBe('idle');
+    } finally {
+      if (saved === undefined) delete process.env.MOCRA_CHANNEL_CONFIG__SERVICE;
+      else process.env.MOCRA_CHANNEL_CONFIG__SERVICE = saved;
+    }
   });
 });

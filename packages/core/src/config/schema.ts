@@ -519,6 +519,11 @@ const channelConfig = z
           'Id shared by every process of one distributed crawl (its seeding marker, dedup set and end marker). A finished run stays finished: give a new crawl a new id. Unset: `MOCRA_RUN_ID`, else `name`.',
       },
     ),
+    service: key(z.boolean().optional(), {
+      live: false,
+      description:
+        'Keep this node up until it is stopped (SIGTERM/SIGINT, `POST /control/stop`), even when the whole cluster is idle: a service node fed by cron and `/start_work`. `false` makes a node with cron modules end with the crawl. Unset: a service node when `api.keep_alive` is set or a module has a cron.',
+    }),
     queue_codec: key(z.enum(['msgpack', 'json']).default('msgpack'), {
       live: false,
       description: 'How messages are encoded on Redis, NATS and Kafka.',
