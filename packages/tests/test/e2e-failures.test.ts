@@ -112,9 +112,16 @@ describe('failure endpoints', () => {
       expect(events.every((e) => e.decision.action === 'retry')).toBe(true);
     } else {
       expect(seen.has(path)).toBe(false);
-      // Exactly `attempts` failures with the expected code; a transient failure of another kind
-      // before them (a keep-alive socket the server had just closed) may add a retry.
-      expect(events.filter((e) => e.event.code === outcome.code)).toHaveLength(outcome.attempts ?? 1);
+      // A retryable failure uses the whole budget (1 + maxRetries tries); one that waiting cannot
+      // fix is given up at its first occurrence. An earlier try may fail with a transient error of
+      // another kind instead (a keep-alive socket the server had just closed, a headers timeout on
+      // a busy machine), which is retried from the same budget.
+      const transient = new Set(['MOCRA_ERR_CONNECTION', 'MOCRA_ERR_TIMEOUT']);
+      const matching = events.filter((e) => e.event.code === outcome.code);
+      expect(events.every((e) => e.event.code === outcome.code || transient.has(e.event.code))).toBe(true);
+      expect(events.length).toBeLessThanOrEqual(2);
+      if ((outcome.attempts ?? 1) === 2) expect(events).toHaveLength(2);
+      else expect(matching).toHaveLength(1);
       expect(events.slice(0, -1).every((e) => e.decision.action === 'retry')).toBe(true);
       const last = events.at(-1)!;
       expect(last.event.code).toBe(outcome.code);
