@@ -4,8 +4,9 @@
 // is the price of at-least-once within the lease window — a page missing is not).
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type FixtureSite, graphPageCount, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { cleanup, NATS_URL, REDIS_URL } from '../distributed-harness.js';
@@ -132,6 +133,95 @@ test(
       const env = { MOCRA_QUEUE: REDIS_URL, MOCRA_NAME: name };
       expectNothingLost(await crawlWithKill('redis', [env, env], killAt));
     } finally {
+      await cleanup(name);
+    }
+  },
+  CRAWL_BOUND_MS + 30_000,
+);
+
+/**
+ * A TCP relay to Redis for one worker that, once armed, passes on the first dedup call made under
+ * a claim and then nothing more that the worker sends (replies still reach it): the worker has
+ * marked a page's links seen and can never publish them — the crash window, hit for certain.
+ */
+async function freezingRelay(redisPort: number): Promise<{
+  port: number;
+  arm(): void;
+  frozen(): boolean;
+  close(): Promise<void>;
+}> {
+  let armed = false;
+  let frozen = false;
+  const sockets = new Set<Socket>();
+  const claimed = /mocra:dedup:\{[^}]*\}:c:[^\r]/;
+  const server: Server = createServer((client) => {
+    const upstream = connect(redisPort, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    for (const s of [client, upstream]) s.on('error', () => s.destroy());
+    client.on('data', (chunk: Buffer) => {
+      if (frozen) return;
+      upstream.write(chunk);
+      if (armed && claimed.test(chunk.toString('latin1'))) frozen = true;
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    arm: () => {
+      armed = true;
+    },
+    frozen: () => frozen,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+test(
+  'Redis queue: a worker killed after marking a page’s links seen and before publishing them loses none of them',
+  async () => {
+    const name = crawlName();
+    const redisPort = Number(new URL(REDIS_URL).port || 6379);
+    const relay = await freezingRelay(redisPort);
+    const start = site.graphUrl(GRAPH, 0);
+    const outs = [path.join(root, 'window-victim.jsonl'), path.join(root, 'window-survivor.jsonl')];
+    const queues = [`redis://127.0.0.1:${relay.port}`, REDIS_URL];
+    const workers = outs.map((out, i) =>
+      startMocra(['crawl', start, '--out', out, '--no-robots', '--no-progress'], {
+        env: { MOCRA_LOG_LEVEL: 'error', MOCRA_QUEUE: queues[i]!, MOCRA_NAME: name },
+        timeoutMs: CRAWL_BOUND_MS,
+      }),
+    );
+    try {
+      // Armed two thousand pages in: well past the seed, both workers at full speed.
+      const running = await waitFor(
+        () =>
+          lineCount(outs[0]!) + lineCount(outs[1]!) >= 2_000 ||
+          workers.some((w) => w.child.exitCode !== null),
+        CRAWL_BOUND_MS,
+        20,
+      );
+      expect(running).toBe(true);
+      for (const w of workers) expect(w.child.exitCode, w.stderr()).toBeNull();
+      relay.arm();
+      expect(await waitFor(relay.frozen, 30_000, 5)).toBe(true);
+      await sleep(300); // the dedup call's reply is back: the links are marked, their publish held
+      workers[0]!.child.kill('SIGKILL');
+      expect((await workers[0]!.done).signal).toBe('SIGKILL');
+      const survivor = await workers[1]!.done;
+      expect(survivor.code, survivor.stderr).toBe(0);
+      const distinct = new Set(outs.flatMap(pagesIn));
+      const missing: number[] = [];
+      for (let p = 0; p < graphPageCount(GRAPH); p++) if (!distinct.has(p)) missing.push(p);
+      console.log(`redis crash window: union ${distinct.size}/${graphPageCount(GRAPH)}`);
+      expect(missing.slice(0, 20), `${missing.length} pages lost`).toEqual([]);
+    } finally {
+      for (const w of workers) w.stopAll('SIGKILL');
+      await relay.close();
       await cleanup(name);
     }
   },
