@@ -163,3 +163,16 @@ test('hot reload refuses an emptied config file and an absurd live value, and sa
     await run.exited;
   }
 });
+
+test('a redirect to another host name does not widen same-host scope', { timeout: 60_000 }, async () => {
+  // /redirect-away sends 127.0.0.1 to localhost:/linked/5, a page of five localhost links.
+  const ran = await crawl('scope', [linksTo('/redirect-away', '/linked/2')]);
+  expect(ran.code, ran.stderr).toBe(0);
+  const away = ran.records.find((r) => new URL(r.url).pathname === '/redirect-away')!;
+  expect(away).toMatchObject({ status: 200, finalUrl: `${site.otherNameUrl}/linked/5` });
+  // Every other page crawled is on 127.0.0.1: none of the localhost links was followed.
+  const hosts = new Set(ran.records.map((r) => new URL(r.url).hostname));
+  expect([...hosts]).toEqual(['127.0.0.1']);
+  expect(byPath(ran.records).has('/linked/1')).toBe(true);
+  expect(byPath(ran.records).has('/linked/4')).toBe(false);
+});

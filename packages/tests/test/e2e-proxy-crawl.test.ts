@@ -3,7 +3,13 @@
 // HTTP downloader through the pool and reports every outcome back to it.
 
 import { createProxyPool } from '@mocra/proxy';
-import { catalogBooks, expectedCounts, type FixtureSite, startFixtureSite } from '@mocra/testkit';
+import {
+  catalogBooks,
+  expectedCounts,
+  type FixtureSite,
+  startFixtureSite,
+  startHostileSite,
+} from '@mocra/testkit';
 import { defineSpider, Mocra, Request, type RunSummary } from 'mocra';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -137,6 +143,36 @@ describe('failing proxies', () => {
     expect(Object.keys(summary.errorsByCode)).toEqual(['MOCRA_ERR_CONNECTION']);
     expect(live[0]!.counts.connects + live[1]!.counts.connects).toBeGreaterThan(0);
     await pool.close();
+  });
+
+  test('a proxy that refuses CONNECT (502) is reported as a proxy failure and retired', async () => {
+    // The hostile site, used as a proxy, answers every CONNECT with 502 Bad Gateway.
+    const refusing = await startHostileSite();
+    const refusingUrl = `http://127.0.0.1:${refusing.port}`;
+    const pool = createProxyPool({ proxies: [refusingUrl, live[0]!.url, live[1]!.url], maxErrors: 1 });
+    const items: string[] = [];
+    try {
+      const summary: RunSummary = await Mocra.builder()
+        .spider(catalogSpider('refusing-proxy'), (x) => void items.push(x.title))
+        .proxies(pool)
+        .retry({ maxRetries: 5, baseDelayMs: 1, maxDelayMs: 5, jitter: false })
+        .handleSignals(false)
+        .concurrency(2)
+        .run();
+      expect(summary.reason).toBe('idle');
+      expect(items.sort()).toEqual(titles);
+      expect(summary.deadLettered).toBe(0);
+      const stats = pool.stats().proxies.find((p) => p.url.startsWith(refusingUrl))!;
+      expect(stats).toMatchObject({ state: 'retired', lastFailureReason: 'connect', successes: 0 });
+      expect(stats.failures).toBeGreaterThanOrEqual(1);
+      const tunnels = Object.entries(refusing.stats()).filter(([k]) => k.startsWith('CONNECT '));
+      expect(tunnels.reduce((n, [, c]) => n + c, 0)).toBe(stats.failures);
+      // A refused tunnel is a connection failure, not an abort.
+      expect(Object.keys(summary.errorsByCode)).toEqual(['MOCRA_ERR_CONNECTION']);
+    } finally {
+      await pool.close();
+      await refusing.close();
+    }
   });
 
   test('a proxy that dies in the middle of a crawl is retired; the crawl completes through the other', async () => {

@@ -92,6 +92,8 @@ const CONNECT_CODES = new Set([
   'ENETUNREACH',
   'EAI_FAIL',
 ]);
+/** undici's message when a proxy answers CONNECT with anything but 200. */
+const PROXY_REFUSED = /^Proxy response \(\d+\) !== 200/;
 const CROSS_ORIGIN_DROPPED = ['authorization', 'cookie', 'proxy-authorization'];
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'transfer-encoding'];
 
@@ -378,6 +380,13 @@ export class HttpDownloader implements Downloader {
     const message = err instanceof Error ? err.message : String(err);
     switch (code) {
       case 'UND_ERR_ABORTED':
+        // undici reports a proxy that refused the tunnel as an abort; nobody aborted anything, and
+        // the proxy pool must hear of it as the proxy's failure.
+        if (PROXY_REFUSED.test(message)) {
+          return new ConnectionError(url, 'connect', `the proxy refused the tunnel: ${message}`, {
+            cause: err,
+          });
+        }
         return new AbortedError(`download of ${url} aborted`, { cause: err });
       case 'UND_ERR_CONNECT_TIMEOUT':
         return new TimeoutError(url, 'connect', this.#connectTimeoutMs, { cause: err });

@@ -52,6 +52,7 @@ export function enqueueLinks(cx: LinkSink, options?: EnqueueLinksOptions): Enque
   if (!isLinkBearing(response)) return { enqueued: 0, found: 0, title: undefined, dropped: { ...NO_LINKS } };
   const plan = linkPlannerFor(options).plan({
     url: response.url,
+    requestedUrl: response.request.url,
     html: response.text(),
     depth: response.request.depth,
   });

@@ -46,7 +46,7 @@ export interface PlanLinksOptions extends LinkFilterOptions {
   respectNofollow?: boolean;
   /** Links whose depth would exceed this are dropped. @default Infinity */
   maxDepth?: number;
-  /** The reference URL of the scope. @default the page's URL */
+  /** The reference URL of the scope. @default the URL the page was requested at (before redirects) */
   origin?: string;
   /** `request.meta.label` of every link (a router label). */
   label?: string;
@@ -64,8 +64,15 @@ export interface PlanLinksOptions extends LinkFilterOptions {
 }
 
 export interface PageInput {
-  /** The page's final URL. */
+  /** The page's final URL: relative links resolve against it. */
   url: string;
+  /**
+   * The URL the page was requested at, before redirects: the scope's reference when no `origin`
+   * is given. A redirect to another host must not carry the crawl there: its links are judged
+   * against where the crawl asked to go, not where the server sent it.
+   * @default `url`
+   */
+  requestedUrl?: string;
   html: string;
   /** The page's depth (seeds are 0). */
   depth: number;
@@ -159,7 +166,7 @@ export function createLinkPlanner(options: PlanLinksOptions = {}): LinkPlanner {
         return { targets, found, title: extracted.title, dropped };
       }
       const depth = page.depth + 1;
-      const reference = origin ?? new URL(page.url);
+      const reference = origin ?? new URL(page.requestedUrl ?? page.url);
       for (const link of extracted.links) {
         if (respectNofollow && link.nofollow) {
           dropped.nofollow++;
