@@ -26,6 +26,7 @@ export type {
   EnqueueLinksResult,
   ErrorEvent,
   FailurePolicy,
+  FieldValue,
   FollowOptions,
   FrontierOptions,
   GenerateContext,
@@ -56,6 +57,7 @@ export type {
   RecoveryPolicyOptions,
   RedirectHop,
   RequestData,
+  RequestEncodingInit,
   RequestInit,
   RunSummary,
   SimpleRetryPolicyOptions,
@@ -149,8 +151,17 @@ export type { MocraErrorCode } from './errors.js';
 export { MOCRA_ERROR_CODES, SinkClosedError } from './errors.js';
 export type { RouteHandler, Router } from './router.js';
 export { createRouter } from './router.js';
-export type { ChannelEntry, ChannelSinkOptions, JsonlSinkOptions } from './sinks/index.js';
-export { ChannelSink, createChannelSink, createJsonlSink, JsonlSink, onItem } from './sinks/index.js';
+export type { ChannelEntry, ChannelSinkOptions, FileSinkOptions, JsonlSinkOptions } from './sinks/index.js';
+export {
+  ChannelSink,
+  createChannelSink,
+  createCsvSink,
+  createFileSink,
+  createJsonlSink,
+  FileSink,
+  JsonlSink,
+  onItem,
+} from './sinks/index.js';
 export type { SitemapSeedOptions } from './sitemap-seeds.js';
 export type { Ctx, Spider, SpiderDefinition, SpiderModuleOptions } from './spider.js';
 export { compileSpider, defineSpider, Seeds, SPIDER_NODE_ID } from './spider.js';

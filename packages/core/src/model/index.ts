@@ -5,6 +5,7 @@ export { ATTEMPT_HEADER, STAGE_TOPICS, TOPICS } from './events.js';
 export type { DataSink, ItemMeta } from './item.js';
 export type { ProxyChoice, RequestBody, RequestData, RequestInit } from './request.js';
 export { Request } from './request.js';
+export type { FieldValue, RequestEncodingInit } from './request-encoding.js';
 export type {
   BrowserResponseData,
   RedirectHop,

@@ -8,6 +8,8 @@
  * serializing backend: {@link Request.toJSON} and {@link Request.from} round-trip it.
  */
 
+import { encodeRequestParts, type RequestEncodingInit, usesEncoding } from './request-encoding.js';
+
 export type RequestBody = string | Uint8Array;
 
 /**
@@ -49,7 +51,9 @@ export interface RequestData {
 }
 
 /** What can be set when a request is created; everything else has a default. */
-export type RequestInit = Omit<RequestData, 'url' | 'body' | 'fingerprint'> & { body?: RequestBody };
+export type RequestInit = Omit<RequestData, 'url' | 'body' | 'fingerprint'> & {
+  body?: RequestBody;
+} & RequestEncodingInit;
 
 export class Request {
   /** Absolute URL (relative URLs given to `cx.follow` are resolved against the response URL). */
@@ -98,6 +102,7 @@ export class Request {
     this.method = init.method?.toUpperCase() ?? 'GET';
     this.headers = init.headers ? { ...init.headers } : {};
     this.body = init.body;
+    if (usesEncoding(init)) applyEncoding(this, init);
     this.meta = init.meta ? { ...init.meta } : {};
     this.priority = init.priority ?? 0;
     this.depth = init.depth ?? 0;
@@ -214,4 +219,13 @@ export function applyRequestInit(
   if (init.downloader !== undefined) request.downloader = init.downloader;
   if (init.proxy !== undefined) request.proxy = init.proxy;
   if (init.middleware !== undefined) request.middleware = [...init.middleware];
+  if (usesEncoding(init)) applyEncoding(request, init);
+}
+
+function applyEncoding(request: Request, init: RequestInit): void {
+  const parts = encodeRequestParts(request.url, request.headers, init);
+  request.url = parts.url;
+  if (parts.body !== undefined) request.body = parts.body;
+  if (parts.method !== undefined) request.method = parts.method;
+  Object.assign(request.headers, parts.headers);
 }

@@ -38,7 +38,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type DataFrameSchema, DataFrameStore } from '@mocra/core/dataframe';
 import { CliUsageError, OutputResumeError } from '../errors.js';
-import { csvField, formatOf, type RecordFormat } from './records.js';
+import { csvField, formatOf, type OutputErrors, type RecordFormat } from './records.js';
 
 /** CSV columns: a fixed list (field → header name), or the first item's keys. */
 export type CsvColumns = { fields: readonly string[]; header: readonly string[] } | 'first-item';
@@ -50,6 +50,8 @@ export interface OutputFileOptions {
   persist?: string;
   /** Parquet / Arrow column types. @default inferred from the first batch */
   schema?: DataFrameSchema;
+  /** How errors name the file and what a bad one throws. @default the CLI's (`--out <file>`, a usage error) */
+  errors?: OutputErrors;
 }
 
 interface LedgerEntry {
@@ -75,7 +77,7 @@ export class OutputFile {
 
   constructor(file: string, options: OutputFileOptions = {}) {
     this.file = file;
-    this.format = formatOf(file);
+    this.format = formatOf(file, options.errors);
     const csv = options.csv ?? 'first-item';
     this.#fixedColumns = csv === 'first-item' ? undefined : csv;
     if (this.#fixedColumns) this.#columns = [...this.#fixedColumns.fields];
@@ -114,7 +116,8 @@ export class OutputFile {
         fs.mkdirSync(path.dirname(abs), { recursive: true });
         this.#fd = fs.openSync(abs, resuming ? 'r+' : 'w');
       } catch (err) {
-        throw new CliUsageError(`--out ${file}: cannot open for writing (${(err as Error).message})`);
+        const message = `${options.errors?.name ?? `--out ${file}`}: cannot open for writing (${(err as Error).message})`;
+        throw options.errors ? options.errors.usage(message) : new CliUsageError(message);
       }
       if (resuming) fs.ftruncateSync(this.#fd, trusted);
       this.#end = trusted;

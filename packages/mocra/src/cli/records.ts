@@ -55,16 +55,22 @@ export const CSV_HEADER = [
 
 export type RecordFormat = 'jsonl' | 'csv' | 'parquet' | 'ipc';
 
-export function formatOf(file: string): RecordFormat {
+/** How an output file is named in errors, and the error a bad one is (the CLI's: a usage error). */
+export interface OutputErrors {
+  /** @default `--out <file>` */
+  name: string;
+  usage(message: string): Error;
+}
+
+export function formatOf(file: string, errors?: OutputErrors): RecordFormat {
   if (file === '-') return 'jsonl';
   const ext = path.extname(file).toLowerCase();
   if (ext === '.jsonl' || ext === '.ndjson' || ext === '.json') return 'jsonl';
   if (ext === '.csv') return 'csv';
   if (ext === '.parquet') return 'parquet';
   if (ext === '.arrow' || ext === '.ipc') return 'ipc';
-  throw new CliUsageError(
-    `--out ${file}: the file must end in .jsonl, .csv, .parquet or .arrow (or be - for standard output)`,
-  );
+  const message = `${errors?.name ?? `--out ${file}`}: the file must end in .jsonl, .csv, .parquet or .arrow (or be - for standard output)`;
+  throw errors ? errors.usage(message) : new CliUsageError(message);
 }
 
 /** Column types of a page record in a Parquet or Arrow file. */
