@@ -1,4 +1,5 @@
 import diagnostics_channel from 'node:diagnostics_channel';
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { HandlerTimeoutError } from '../src/errors.js';
 import { classifyError } from '../src/policy/failure-kind.js';
@@ -260,5 +261,63 @@ describe('DeadlineGroup', () => {
     parent.abort(new Error('engine stopping'));
     await expect(aborted).rejects.toThrow('engine stopping');
     expect(group.size).toBe(0);
+  });
+});
+
+describe('DeadlineGroup under one parent signal', () => {
+  test('runs share one abort listener on the parent, removed when the last one ends', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, clock });
+    const parent = new AbortController();
+    const releases: (() => void)[] = [];
+    const runs = Array.from({ length: 20 }, (_, i) =>
+      group.run(
+        () =>
+          new Promise<number>((resolve) => {
+            releases.push(() => resolve(i));
+          }),
+        `run ${i}`,
+        parent.signal,
+      ),
+    );
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(1);
+    for (const release of releases) release();
+    expect(await Promise.all(runs)).toHaveLength(20);
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  test('a parent abort reaches every run under it, and later runs start aborted', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, clock });
+    const parent = new AbortController();
+    const waitAbort = (signal: AbortSignal) =>
+      new Promise<string>((resolve) =>
+        signal.addEventListener('abort', () => resolve(String(signal.reason))),
+      );
+    const runs = [group.run(waitAbort, 'a', parent.signal), group.run(waitAbort, 'b', parent.signal)];
+    parent.abort('stopping');
+    expect(await Promise.all(runs)).toEqual(['stopping', 'stopping']);
+    await expect(group.run((signal) => String(signal.reason), 'c', parent.signal)).resolves.toBe('stopping');
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
+    expect(group.size).toBe(0);
+  });
+
+  test('onTimeout hears each timeout once, after the run was rejected', async () => {
+    const clock = new ManualClock();
+    const seen: string[] = [];
+    const group = new DeadlineGroup({
+      timeoutMs: 100,
+      resolutionMs: 50,
+      clock,
+      onTimeout: (error) => seen.push(error.message),
+    });
+    const stuck = group.run(() => new Promise<never>(() => {}), 'stuck').catch((e: unknown) => e);
+    const quick = group.run(async () => 'ok', 'quick');
+    await expect(quick).resolves.toBe('ok');
+    await clock.advance(150);
+    expect(await stuck).toBeInstanceOf(HandlerTimeoutError);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toContain('stuck');
   });
 });

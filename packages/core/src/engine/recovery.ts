@@ -11,7 +11,7 @@
  *  engine.deadLetters / engine.breakers() / engine.policyStats()
  * ```
  */
-import { isMocraError, type MocraError, RetryLaterError } from '../errors.js';
+import { type MocraError, RetryLaterError } from '../errors.js';
 import type { ErrorEvent, StageName } from '../model/events.js';
 import type { Logger } from '../observability/logger.js';
 import type { BreakerScope, BreakerSnapshot, BreakerState } from '../policy/circuit-breakers.js';
@@ -147,21 +147,17 @@ export class EngineRecovery {
     const deadlines = new DeadlineGroup({
       timeoutMs,
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
+      onTimeout: (err) => {
+        this.#timedOut.set(stage, (this.#timedOut.get(stage) ?? 0) + 1);
+        this.#log.warn({ stage, timeoutMs, code: err.code }, err.message);
+      },
     });
     return (item, signal) =>
-      deadlines
-        .run(
-          (inner) => handle(item, inner),
-          () => label(item),
-          signal,
-        )
-        .catch((err: unknown) => {
-          if (isMocraError(err) && err.code === 'MOCRA_ERR_HANDLER_TIMEOUT') {
-            this.#timedOut.set(stage, (this.#timedOut.get(stage) ?? 0) + 1);
-            this.#log.warn({ stage, timeoutMs, code: err.code }, err.message);
-          }
-          throw err;
-        });
+      deadlines.run(
+        (inner) => handle(item, inner),
+        () => label(item),
+        signal,
+      );
   }
 
   start(): void {

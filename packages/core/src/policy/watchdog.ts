@@ -60,13 +60,22 @@ export interface DeadlineGroupOptions {
   resolutionMs?: number;
   /** @default the system clock */
   clock?: Clock;
+  /** A handler ran past its deadline (called once per timeout, after its run was rejected). */
+  onTimeout?: (error: HandlerTimeoutError) => void;
 }
 
 interface PendingRun {
   readonly deadline: number;
   readonly controller: AbortController;
   readonly label: string | (() => string);
+  readonly parent: AbortSignal | undefined;
   readonly expire: (error: HandlerTimeoutError) => void;
+}
+
+/** The one abort listener a group keeps on a parent signal, and the runs it serves. */
+interface ParentWatch {
+  readonly runs: Set<PendingRun>;
+  readonly onAbort: () => void;
 }
 
 /**
@@ -74,11 +83,14 @@ interface PendingRun {
  * engine runs through one of these, so the hot path pays a Set insert and delete per handler
  * instead of arming and clearing a timer each (and the label is only formatted for a handler
  * that actually times out). A deadline of minutes enforced up to `resolutionMs` late changes
- * nothing for the work.
+ * nothing for the work. Handlers under the same parent signal (a stage's shutdown signal)
+ * share one abort listener on it, kept while any of them runs, instead of adding and
+ * removing one each.
  *
  * ```
  *   run(fn) ─▶ live set ◀── sweep every resolutionMs (only while the set is non-empty)
  *                │              └─ deadline passed ─▶ abort(HandlerTimeoutError), reject
+ *                ├─ parent aborts ─▶ one listener aborts every run under it
  *                └─ fn settles first ─▶ removed, its result / error
  * ```
  */
@@ -86,15 +98,20 @@ export class DeadlineGroup {
   readonly timeoutMs: number;
   readonly #resolutionMs: number;
   readonly #clock: Clock;
+  readonly #limited: boolean;
+  readonly #onTimeout: ((error: HandlerTimeoutError) => void) | undefined;
   readonly #live = new Set<PendingRun>();
+  readonly #parents = new Map<AbortSignal, ParentWatch>();
   #timer: TimerHandle | undefined;
 
   constructor(options: DeadlineGroupOptions) {
     const { timeoutMs } = options;
     if (!(timeoutMs >= 0)) throw new InvalidArgumentError(`timeoutMs must be ≥ 0, got ${timeoutMs}`);
     this.timeoutMs = timeoutMs;
+    this.#limited = timeoutMs > 0 && Number.isFinite(timeoutMs);
     this.#resolutionMs = options.resolutionMs ?? Math.min(1000, Math.max(10, timeoutMs / 20));
     this.#clock = options.clock ?? systemClock;
+    this.#onTimeout = options.onTimeout;
   }
 
   /** Handlers running now. */
@@ -108,35 +125,31 @@ export class DeadlineGroup {
     parent?: AbortSignal,
   ): Promise<T> {
     const controller = new AbortController();
-    const onParentAbort = () => controller.abort(parent?.reason);
-    if (parent) {
-      if (parent.aborted) controller.abort(parent.reason);
-      else parent.addEventListener('abort', onParentAbort, { once: true });
-    }
-    const limited = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs);
+    if (parent?.aborted) controller.abort(parent.reason);
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const finish = (): boolean => {
         if (settled) return false;
         settled = true;
-        if (limited) this.#release(pending);
-        parent?.removeEventListener('abort', onParentAbort);
+        this.#release(pending);
         return true;
       };
       const pending: PendingRun = {
         deadline: this.#clock.now() + this.timeoutMs,
         controller,
         label,
+        parent,
         expire: (error) => {
           if (!finish()) return;
           controller.abort(error);
           reject(error);
         },
       };
-      if (limited) {
+      if (this.#limited) {
         this.#live.add(pending);
         this.#arm();
       }
+      if (parent !== undefined && !parent.aborted) this.#watch(parent, pending);
       let result: Promise<T>;
       try {
         result = Promise.resolve(fn(controller.signal));
@@ -155,7 +168,32 @@ export class DeadlineGroup {
     });
   }
 
+  #watch(parent: AbortSignal, pending: PendingRun): void {
+    let watch = this.#parents.get(parent);
+    if (watch === undefined) {
+      const runs = new Set<PendingRun>();
+      const onAbort = () => {
+        this.#parents.delete(parent);
+        for (const run of runs) run.controller.abort(parent.reason);
+      };
+      watch = { runs, onAbort };
+      this.#parents.set(parent, watch);
+      parent.addEventListener('abort', onAbort, { once: true });
+    }
+    watch.runs.add(pending);
+  }
+
   #release(pending: PendingRun): void {
+    const { parent } = pending;
+    if (parent !== undefined) {
+      const watch = this.#parents.get(parent);
+      // The last run under this parent: no listener is left on a signal that may live long.
+      if (watch?.runs.delete(pending) && watch.runs.size === 0) {
+        this.#parents.delete(parent);
+        parent.removeEventListener('abort', watch.onAbort);
+      }
+    }
+    if (!this.#limited) return;
     this.#live.delete(pending);
     // Nothing left to watch: no timer left behind (a busy stage rarely gets here).
     if (this.#live.size === 0 && this.#timer !== undefined) {
@@ -183,6 +221,7 @@ export class DeadlineGroup {
         policyChannels.watchdog.publish(message);
       }
       pending.expire(error);
+      this.#onTimeout?.(error);
     }
     this.#arm();
   }

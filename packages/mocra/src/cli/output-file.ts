@@ -182,12 +182,9 @@ export class OutputFile {
 
   /** The line, then its ledger entry (the order the module comment relies on). */
   #append(text: string, entry: LedgerEntry): void {
-    const bytes = Buffer.from(text);
-    if (this.#fd === 1) fs.writeSync(1, bytes);
-    else {
-      fs.writeSync(this.#fd, bytes, 0, bytes.length, this.#end);
-      this.#end += bytes.length;
-    }
+    // The string goes to the OS as it is (no Buffer per line); the count it returns is in bytes.
+    if (this.#fd === 1) fs.writeSync(1, text);
+    else this.#end += fs.writeSync(this.#fd, text, this.#end);
     if (this.#ledger !== undefined) {
       const end = this.#fd === 1 ? null : this.#end;
       fs.writeSync(this.#ledger, `${JSON.stringify({ end, ...entry })}\n`);
