@@ -1,10 +1,11 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // The kernel, and the data tools behind subpaths (`@mocra/core/dataframe` …) so that importing
-  // the kernel loads none of them. Shared modules become chunks (splitting), not copies.
+  // The kernel, and the control API and data tools behind subpaths (`@mocra/core/api`,
+  // `@mocra/core/dataframe` …) so that importing the kernel loads none of them. Shared modules become chunks (splitting), not copies.
   entry: {
     index: 'src/index.ts',
+    api: 'src/api/index.ts',
     dataframe: 'src/data/dataframe/index.ts',
     excel: 'src/data/excel/index.ts',
     sandbox: 'src/data/sandbox/index.ts',
@@ -18,4 +19,10 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   splitting: true,
+  // No whitespace or comments in the bundle (names are kept, and the source maps map back):
+  // V8 holds a module's whole source text for as long as the module lives, and the kernel's
+  // comments were a third of it.
+  esbuildOptions(options) {
+    options.minifyWhitespace = true;
+  },
 });

@@ -1,6 +1,9 @@
 // Public entry of @mocra/core. Each folder names what it exports; this file lists them
 // explicitly (no `export *`) so the public surface is reviewed, not accidental.
 
+// The control API (fastify, its schemas and the dashboard) is the subpath @mocra/core/api; the
+// root names only what a program needs to start it, and loads the rest on that first call.
+export { apiOptionsFromConfig } from './api/config.js';
 export type {
   ApiAddress,
   ApiConfigOptions,
@@ -43,26 +46,7 @@ export type {
   StopView,
   SystemView,
 } from './api/index.js';
-export {
-  API_ERROR_STATUS,
-  API_ROUTES,
-  ApiKeyChecker,
-  ApiServer,
-  apiOptionsFromConfig,
-  apiSchemas,
-  createApiServer,
-  createEngineControlPlane,
-  DEFAULT_API_PORT,
-  dashboardHtml,
-  describeWork,
-  EngineControlPlane,
-  errorResponse,
-  openApiDocument,
-  RateLimiter,
-  safeJson,
-  startEngineApi,
-  summarizeDeadLetter,
-} from './api/index.js';
+export { startEngineApi } from './api/start.js';
 // The Raft coordination backend and distributed DAG runs on the cluster (issue 12).
 export type {
   CoordinationFencingStore,

@@ -47,6 +47,34 @@ export function lazyRequire<TModule>(packageName: string): () => TModule {
 }
 
 /**
+ * An object that is built on its first use, standing in for it until then: every property read,
+ * call of a method, `in`, key listing and `instanceof` goes to the built object. For values
+ * whose construction needs a dependency that a crawl may never load (the zod schemas of config
+ * and policy overrides), exported under their usual names.
+ */
+export function builtOnFirstUse<T extends object>(build: () => T): T {
+  let built: T | undefined;
+  const real = (): T => {
+    built ??= build();
+    return built;
+  };
+  return new Proxy({} as T, {
+    get: (_, key) => Reflect.get(real(), key),
+    set: (_, key, value) => Reflect.set(real(), key, value),
+    has: (_, key) => Reflect.has(real(), key),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(real(), key);
+      // The stand-in has none of the built object's properties: reporting one as fixed would
+      // break the Proxy invariants, so every one is reported as configurable.
+      if (descriptor !== undefined) descriptor.configurable = true;
+      return descriptor;
+    },
+    getPrototypeOf: () => Reflect.getPrototypeOf(real()),
+  });
+}
+
+/**
  * `importOptional` for a CommonJS optional peer (nodejs-polars, exceljs, isolated-vm) that
  * synchronous code needs: loaded with `require` on the first call, a missing one raising
  * {@link MissingDependencyError}. A package that is there but cannot load (a native binary

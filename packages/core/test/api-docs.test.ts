@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { API_ERROR_STATUS, API_ROUTES, CORE_ERROR_CODES } from '../src/index.js';
+import { API_ERROR_STATUS, API_ROUTES } from '../src/api/index.js';
+import { CORE_ERROR_CODES } from '../src/index.js';
 
 const doc = readFileSync(join(import.meta.dirname, '../../../docs/api-reference.md'), 'utf8');
 

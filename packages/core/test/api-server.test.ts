@@ -5,6 +5,7 @@ import net from 'node:net';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
+import { API_ROUTES, type ApiServer, createApiServer } from '../src/api/index.js';
 import {
   dlqPageSchema,
   engineViewSchema,
@@ -17,15 +18,7 @@ import {
   queuesViewSchema,
   systemViewSchema,
 } from '../src/api/schemas.js';
-import {
-  API_ROUTES,
-  type ApiServer,
-  BackendUnavailableError,
-  createApiServer,
-  createLogBuffer,
-  createMetrics,
-  type LogBuffer,
-} from '../src/index.js';
+import { BackendUnavailableError, createLogBuffer, createMetrics, type LogBuffer } from '../src/index.js';
 import { TestControlPlane } from './api-test-control-plane.js';
 
 const KEY = 'test-key-0123456789';

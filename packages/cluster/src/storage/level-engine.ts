@@ -1,4 +1,4 @@
-import { ClassicLevel } from 'classic-level';
+import type { ClassicLevel } from 'classic-level';
 import { ClusterStorageError } from '../errors.js';
 import type { KvEngine, KvOp } from './kv-engine.js';
 
@@ -12,7 +12,10 @@ export class LevelKvEngine implements KvEngine {
 
   /** Open (creating if needed) the LevelDB database in `dir`. */
   static async open(dir: string): Promise<LevelKvEngine> {
-    const db = new ClassicLevel<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    // Loaded on the first open, not at import: a program that names a cluster config without
+    // running a node never loads LevelDB.
+    const { ClassicLevel: Level } = await import('classic-level');
+    const db = new Level<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
     try {
       await db.open();
     } catch (cause) {

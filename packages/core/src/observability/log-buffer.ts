@@ -13,9 +13,9 @@
  *
  * `MOCRA_DISABLE_LOGS` silences logging everywhere, this ring included: it then records nothing.
  */
-import pino from 'pino';
+import type pinoModule from 'pino';
 import { InvalidArgumentError } from '../errors.js';
-import { type Logger, type LogLevel, resolveLogLevel } from './logger.js';
+import { type Logger, type LogLevel, loadPino, resolveLogLevel } from './logger.js';
 
 /** pino's level names, lowest first. */
 export const LOG_RECORD_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
@@ -324,7 +324,8 @@ export interface BufferedLoggerOptions {
 export function createBufferedLogger(options: BufferedLoggerOptions): Logger {
   const consoleLevel = resolveLogLevel(options.level);
   const bufferLevel = options.bufferLevel ?? 'debug';
-  const streams: pino.StreamEntry[] = [];
+  const pino = loadPino();
+  const streams: pinoModule.StreamEntry[] = [];
   if (consoleLevel !== 'silent')
     streams.push({ level: consoleLevel, stream: pino.destination({ fd: 2, sync: true }) });
   if (!options.buffer.disabled) streams.push({ level: bufferLevel, stream: options.buffer.destination });

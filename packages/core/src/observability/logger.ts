@@ -7,10 +7,14 @@
  * `MOCRA_LOG_LEVEL` → 'silent' under a test runner (VITEST or NODE_ENV=test) → 'warn'
  * (failures and problems only; 'info' adds the start and end of each run).
  */
-import pino from 'pino';
+import type pinoModule from 'pino';
+import { lazyRequire } from '../optional-dependency.js';
 
-export type Logger = pino.Logger;
-export type LogLevel = pino.LevelWithSilent;
+/** pino loads with the first logger, not at import. */
+export const loadPino = lazyRequire<typeof pinoModule>('pino');
+
+export type Logger = pinoModule.Logger;
+export type LogLevel = pinoModule.LevelWithSilent;
 
 export interface LoggerOptions {
   /** @default 'warn' ('silent' under a test runner; see the module comment) */
@@ -35,6 +39,7 @@ export function resolveLogLevel(level: LogLevel | undefined, env: NodeJS.Process
 
 export function createLogger(options: LoggerOptions = {}): Logger {
   if (options.logger) return options.logger;
+  const pino = loadPino();
   return pino(
     { name: 'mocra', level: resolveLogLevel(options.level) },
     pino.destination({ fd: 2, sync: true }),

@@ -9,7 +9,8 @@
  * the dead-letter queue, so they can be inspected and replayed once fixed. docs/error-handling.md
  * has the table and the reasoning for each row.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
+import { builtOnFirstUse, lazyRequire } from '../optional-dependency.js';
 import { BACKOFF_STRATEGIES, type Backoff } from './backoff.js';
 import { FAILURE_KINDS, type FailureKind, POLICY_STAGES } from './failure-kind.js';
 
@@ -142,76 +143,95 @@ export const DEFAULT_FAILURE_RULES: Readonly<Record<FailureKind, Readonly<Failur
 // ── overrides ──────────────────────────────────────────────────────────────────
 
 const DAY_MS = 86_400_000;
-const durationMs = () => z.int().min(0).max(DAY_MS);
-const statusCode = z.int().min(100).max(599);
-const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
+const zod = lazyRequire<typeof import('zod')>('zod');
 
-/**
- * One `[[policy.overrides]]` entry. Keys are snake_case, as everywhere in mocra's config. The
- * matchers (`kind`, `stage`, `module`, `status`) select failures — an absent matcher matches
- * everything — and the other keys change the rule of what they select. Overrides apply in
- * order; a later one wins where two set the same key.
- *
- * ```toml
- * [[policy.overrides]]
- * kind = "http-429"
- * max_retries = 12
- * retry_after_cap_ms = 300000
- *
- * [[policy.overrides]]
- * kind = "http-4xx"
- * status = [404]          # retry 404s of this flaky CDN twice, 5 s apart
- * module = "catalog"
- * retryable = true
- * max_retries = 2
- * backoff = "fixed"
- * backoff_ms = 5000
- * ```
- */
-export const policyOverrideSchema = z
-  .strictObject({
-    kind: oneOrMany(z.enum(FAILURE_KINDS)).optional(),
-    stage: oneOrMany(z.enum(POLICY_STAGES)).optional(),
-    module: oneOrMany(z.string().min(1)).optional(),
-    status: oneOrMany(statusCode).optional(),
-    retryable: z.boolean().optional(),
-    max_retries: z.int().min(0).max(1000).optional(),
-    backoff: z.enum(BACKOFF_STRATEGIES).optional(),
-    backoff_ms: durationMs().optional(),
-    max_backoff_ms: durationMs().optional(),
-    backoff_factor: z.number().min(1).max(10).optional(),
-    jitter: z.number().min(0).max(1).optional(),
-    retry_after: z.boolean().optional(),
-    retry_after_cap_ms: durationMs().optional(),
-    dlq: z.enum(DEAD_LETTER_MODES).optional(),
-    count: z.boolean().optional(),
-    breaker: z.boolean().optional(),
-  })
-  .check((ctx) => {
-    const v = ctx.value;
-    if (v.backoff_ms !== undefined && v.max_backoff_ms !== undefined && v.max_backoff_ms < v.backoff_ms) {
-      ctx.issues.push({
-        code: 'custom',
-        input: v.max_backoff_ms,
-        path: ['max_backoff_ms'],
-        message: `must be at least backoff_ms (${v.backoff_ms})`,
-      });
-    }
-    const matchers = ['kind', 'stage', 'module', 'status'] as const;
-    const settings = Object.keys(v).filter((k) => !(matchers as readonly string[]).includes(k));
-    if (settings.length === 0) {
-      ctx.issues.push({
-        code: 'custom',
-        input: v,
-        path: [],
-        message:
-          'an override must change something: retryable, max_retries, backoff, backoff_ms, max_backoff_ms, backoff_factor, jitter, retry_after, retry_after_cap_ms, dlq, count or breaker',
-      });
-    }
-  });
+/** The override schemas, built with zod on first use: a crawl without config never loads it. */
+function buildPolicySchemas() {
+  const { z } = zod();
+  const durationMs = () => z.int().min(0).max(DAY_MS);
+  const statusCode = z.int().min(100).max(599);
+  const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
 
-/** The `[policy]` overrides list, as the config schema embeds it. */
-export const policyOverridesSchema = z.array(policyOverrideSchema);
+  /**
+   * One `[[policy.overrides]]` entry. Keys are snake_case, as everywhere in mocra's config. The
+   * matchers (`kind`, `stage`, `module`, `status`) select failures — an absent matcher matches
+   * everything — and the other keys change the rule of what they select. Overrides apply in
+   * order; a later one wins where two set the same key.
+   *
+   * ```toml
+   * [[policy.overrides]]
+   * kind = "http-429"
+   * max_retries = 12
+   * retry_after_cap_ms = 300000
+   *
+   * [[policy.overrides]]
+   * kind = "http-4xx"
+   * status = [404]          # retry 404s of this flaky CDN twice, 5 s apart
+   * module = "catalog"
+   * retryable = true
+   * max_retries = 2
+   * backoff = "fixed"
+   * backoff_ms = 5000
+   * ```
+   */
+  const policyOverrideSchema = z
+    .strictObject({
+      kind: oneOrMany(z.enum(FAILURE_KINDS)).optional(),
+      stage: oneOrMany(z.enum(POLICY_STAGES)).optional(),
+      module: oneOrMany(z.string().min(1)).optional(),
+      status: oneOrMany(statusCode).optional(),
+      retryable: z.boolean().optional(),
+      max_retries: z.int().min(0).max(1000).optional(),
+      backoff: z.enum(BACKOFF_STRATEGIES).optional(),
+      backoff_ms: durationMs().optional(),
+      max_backoff_ms: durationMs().optional(),
+      backoff_factor: z.number().min(1).max(10).optional(),
+      jitter: z.number().min(0).max(1).optional(),
+      retry_after: z.boolean().optional(),
+      retry_after_cap_ms: durationMs().optional(),
+      dlq: z.enum(DEAD_LETTER_MODES).optional(),
+      count: z.boolean().optional(),
+      breaker: z.boolean().optional(),
+    })
+    .check((ctx) => {
+      const v = ctx.value;
+      if (v.backoff_ms !== undefined && v.max_backoff_ms !== undefined && v.max_backoff_ms < v.backoff_ms) {
+        ctx.issues.push({
+          code: 'custom',
+          input: v.max_backoff_ms,
+          path: ['max_backoff_ms'],
+          message: `must be at least backoff_ms (${v.backoff_ms})`,
+        });
+      }
+      const matchers = ['kind', 'stage', 'module', 'status'] as const;
+      const settings = Object.keys(v).filter((k) => !(matchers as readonly string[]).includes(k));
+      if (settings.length === 0) {
+        ctx.issues.push({
+          code: 'custom',
+          input: v,
+          path: [],
+          message:
+            'an override must change something: retryable, max_retries, backoff, backoff_ms, max_backoff_ms, backoff_factor, jitter, retry_after, retry_after_cap_ms, dlq, count or breaker',
+        });
+      }
+    });
+
+  /** The `[policy]` overrides list, as the config schema embeds it. */
+  const policyOverridesSchema = z.array(policyOverrideSchema);
+  return { policyOverrideSchema, policyOverridesSchema };
+}
+
+let policySchemas: ReturnType<typeof buildPolicySchemas> | undefined;
+/** The override schemas, built on the first call. */
+export function policyOverrideSchemas(): ReturnType<typeof buildPolicySchemas> {
+  policySchemas ??= buildPolicySchemas();
+  return policySchemas;
+}
+
+/** One `[[policy.overrides]]` entry (see {@link policyOverrideSchemas}); built on first use. */
+export const policyOverrideSchema = builtOnFirstUse(() => policyOverrideSchemas().policyOverrideSchema);
+/** The `[policy]` overrides list, as the config schema embeds it; built on first use. */
+export const policyOverridesSchema = builtOnFirstUse(() => policyOverrideSchemas().policyOverridesSchema);
 
 /** One override entry as written (TOML, environment or code). */
 export type PolicyOverride = z.input<typeof policyOverrideSchema>;

@@ -21,8 +21,9 @@
  */
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { Packr } from 'msgpackr';
+import type { Options as PackrOptions } from 'msgpackr';
 import { InvalidArgumentError, QueueDecodeError, QueueEncodeError } from '../errors.js';
+import { lazyRequire } from '../optional-dependency.js';
 
 export type QueueCodecFormat = 'json' | 'msgpack';
 
@@ -64,8 +65,32 @@ const KNOWN_FLAGS = 0x1f;
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip) as (buf: Uint8Array, options: zlib.ZlibOptions) => Promise<Buffer>;
 
+const msgpackr = lazyRequire<typeof import('msgpackr')>('msgpackr');
+
+/** A msgpackr encoder and decoder. */
+export interface LazyPackr {
+  pack(value: unknown): Buffer;
+  unpack(bytes: Uint8Array): unknown;
+}
+
+/**
+ * A msgpackr `Packr` made on its first pack or unpack: msgpackr (and its native decoder) loads
+ * when a queue first encodes a message, not when mocra is imported.
+ */
+export function lazyPackr(options: PackrOptions): LazyPackr {
+  let packr: import('msgpackr').Packr | undefined;
+  const made = () => {
+    packr ??= new (msgpackr().Packr)(options);
+    return packr;
+  };
+  return {
+    pack: (value) => made().pack(value),
+    unpack: (bytes) => made().unpack(bytes),
+  };
+}
+
 // Plain maps, no record extension: the bytes stay readable by any msgpack implementation.
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+const packr = lazyPackr({ useRecords: false, mapsAsObjects: true });
 
 export function createQueueCodec(options: QueueCodecOptions = {}): QueueCodec {
   const format = options.format ?? 'msgpack';

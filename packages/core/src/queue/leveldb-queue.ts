@@ -37,7 +37,6 @@
  * directory (LevelDB's lock): a second gets StoreLockedError.
  */
 import zlib from 'node:zlib';
-import { Packr } from 'msgpackr';
 import {
   InvalidArgumentError,
   LeaseExpiredError,
@@ -47,7 +46,14 @@ import {
   QueueEncodeError,
 } from '../errors.js';
 import { publishBackpressure, publishDeadLetter, publishPoison } from './channels.js';
-import { CODEC_MAGIC, createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
+import {
+  CODEC_MAGIC,
+  createQueueCodec,
+  type LazyPackr,
+  lazyPackr,
+  type QueueCodec,
+  type QueueCodecOptions,
+} from './codec.js';
 import { matchesDeadLetterFilter, pageOf } from './dead-letter-filter.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
@@ -115,15 +121,15 @@ const FORMAT_MSGPACK = 2;
 const FLAG_GZIP = 0x10;
 const REFILL_CHUNK = 1024;
 const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-const envelopePackr = new Packr({ useRecords: false, mapsAsObjects: true });
-const payloadPackr = new Packr({ useRecords: false, mapsAsObjects: true });
+const envelopePackr = lazyPackr({ useRecords: false, mapsAsObjects: true });
+const payloadPackr = lazyPackr({ useRecords: false, mapsAsObjects: true });
 /**
  * For bytes that never leave this process — the records of a spill-only store (a temporary
  * directory removed on close): msgpackr's records, with their
  * structures shared by this one instance, are a third smaller and faster than plain maps.
  * Persistent records stay self-describing (envelopePackr).
  */
-const localPackr = new Packr({ structures: [], mapsAsObjects: true });
+const localPackr = lazyPackr({ structures: [], mapsAsObjects: true });
 
 /** A message as stored on disk. */
 interface Envelope {
@@ -384,7 +390,7 @@ class LevelQueue<T> implements LeaseQueue<T> {
   readonly #persist: boolean;
   readonly #headSize: number;
   /** How records are packed: in-process records when nothing outlives the process. */
-  readonly #recordPackr: Packr;
+  readonly #recordPackr: LazyPackr;
   /** Once the lane overflows, the head keeps this many; the rest go to disk (Infinity: persistent mode). */
   readonly #hotSize: number;
   /** A refill reads records up to this head size. */

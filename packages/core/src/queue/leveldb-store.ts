@@ -10,7 +10,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ClassicLevel } from 'classic-level';
+import type { ClassicLevel } from 'classic-level';
 import { StoreFailedError, StoreLockedError } from '../errors.js';
 
 export type BinaryLevel = ClassicLevel<Uint8Array, Uint8Array>;
@@ -48,7 +48,9 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
   } catch (err) {
     throw new StoreFailedError(options.dir ?? tmpdir(), 'creating the directory', { cause: err });
   }
-  const db: BinaryLevel = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
+  // Loaded here, not at import: a crawl whose queue never reaches the disk never loads LevelDB.
+  const { ClassicLevel: Level } = await import('classic-level');
+  const db: BinaryLevel = new Level<Uint8Array, Uint8Array>(dir, {
     keyEncoding: 'view',
     valueEncoding: 'view',
     ...(options.cacheSize === undefined ? {} : { cacheSize: options.cacheSize }),
