@@ -3,6 +3,7 @@
 // repository, a seeded PRNG for kill points, and readers for the files the CLI writes.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -185,4 +186,44 @@ export function screenLines(raw: string): string[] {
       const plain = line.replaceAll('\u001b[2K', '');
       return plain.slice(plain.lastIndexOf('\r') + 1);
     });
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (for a server the test starts). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Complete lines in a file the CLI is still writing. */
+export function lineCount(file: string): number {
+  const text = readText(file);
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/**
+ * The page numbers of the fixture graph `graph` in a `mocra crawl --out` file; a last line cut
+ * short by a SIGKILL is skipped.
+ */
+export function graphPagesIn(
+  file: string,
+  graph: { pages: number; fanout: number; bytes: number },
+): number[] {
+  const prefix = `/graph/${graph.pages}/${graph.fanout}/${graph.bytes}/`;
+  const out: number[] = [];
+  for (const line of readText(file).split('\n')) {
+    if (line === '') continue;
+    let url: string;
+    try {
+      url = (JSON.parse(line) as { url: string }).url;
+    } catch {
+      continue;
+    }
+    out.push(Number(new URL(url).pathname.slice(prefix.length)));
+  }
+  return out;
 }

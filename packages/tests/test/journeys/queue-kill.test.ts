@@ -10,9 +10,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type FixtureSite, graphPageCount, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { cleanup, NATS_URL, REDIS_URL } from '../distributed-harness.js';
-import { assertBuilt, readText, type Started, startMocra, tempDir, waitFor } from './harness.js';
+import {
+  assertBuilt,
+  freePort,
+  graphPagesIn,
+  lineCount,
+  type Started,
+  startMocra,
+  tempDir,
+  waitFor,
+} from './harness.js';
 
 const GRAPH = { pages: 20_000, fanout: 10, bytes: 2048 };
+/** Page numbers of the graph in one output file. */
+const pagesOf = (file: string) => graphPagesIn(file, GRAPH);
 /** A bound on one crawl of the graph by two workers, kill and reclaim included. */
 const CRAWL_BOUND_MS = 240_000;
 
@@ -28,30 +39,7 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-const lineCount = (file: string) => {
-  const text = readText(file);
-  let n = 0;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
-  return n;
-};
-
 /** Page numbers of the graph in an output file (a line cut short by the kill is skipped). */
-function pagesIn(file: string): number[] {
-  const prefix = `/graph/${GRAPH.pages}/${GRAPH.fanout}/${GRAPH.bytes}/`;
-  const out: number[] = [];
-  for (const line of readText(file).split('\n')) {
-    if (line === '') continue;
-    let url: string;
-    try {
-      url = (JSON.parse(line) as { url: string }).url;
-    } catch {
-      continue; // the last line of the killed worker may be cut short
-    }
-    out.push(Number(new URL(url).pathname.slice(prefix.length)));
-  }
-  return out;
-}
-
 interface KillOutcome {
   union: number;
   duplicates: number;
@@ -95,7 +83,7 @@ async function crawlWithKill(
     expect((await workers[victim]!.done).signal).toBe('SIGKILL');
     const survivors = await Promise.all(workers.filter((_, i) => i !== victim).map((w) => w.done));
     const survivorMs = Date.now() - killedAt;
-    const all = outs.flatMap(pagesIn);
+    const all = outs.flatMap(pagesOf);
     const distinct = new Set(all);
     const missing: number[] = [];
     for (let p = 0; p < graphPageCount(GRAPH); p++) if (!distinct.has(p)) missing.push(p);
@@ -214,7 +202,7 @@ test(
       expect((await workers[0]!.done).signal).toBe('SIGKILL');
       const survivor = await workers[1]!.done;
       expect(survivor.code, survivor.stderr).toBe(0);
-      const distinct = new Set(outs.flatMap(pagesIn));
+      const distinct = new Set(outs.flatMap(pagesOf));
       const missing: number[] = [];
       for (let p = 0; p < graphPageCount(GRAPH); p++) if (!distinct.has(p)) missing.push(p);
       console.log(`redis crash window: union ${distinct.size}/${graphPageCount(GRAPH)}`);
@@ -264,11 +252,3 @@ test(
   },
   CRAWL_BOUND_MS + 30_000,
 );
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
