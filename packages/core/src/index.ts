@@ -47,7 +47,7 @@ export type {
   SystemView,
 } from './api/index.js';
 export { startEngineApi } from './api/start.js';
-// The Raft coordination backend and distributed DAG runs on the cluster (issue 12).
+// The Raft coordination backend and distributed DAG runs on the cluster.
 export type {
   CoordinationFencingStore,
   CoordinationFencingStoreOptions,
@@ -172,7 +172,7 @@ export {
   raftConfigFromUrl,
   rendezvousOwner,
 } from './coordination/index.js';
-// Distributed data plane (issue 9): shared dedup, cluster-wide host budget, seeding and completion.
+// Distributed data plane: shared dedup, cluster-wide host budget, seeding and completion.
 export type {
   ClusterRunOptions,
   DistributedOptions,

@@ -1,5 +1,5 @@
 /**
- * The coordination conformance suite (DESIGN.md §3.4). Every coordination backend (local, Redis,
+ * The coordination conformance suite. Every coordination backend (local, Redis,
  * and later Raft) runs it from its own `coordination-<backend>.test.ts` with a harness whose
  * `open` returns clients that share one cluster state per test (separate processes, in effect).
  * Leader election and partition ownership are the shared helpers, exercised on each backend.

@@ -1,5 +1,5 @@
 /**
- * The queue conformance suite (DESIGN.md §3.3). Every queue backend runs it from its own
+ * The queue conformance suite. Every queue backend runs it from its own
  * `queue-<backend>.test.ts` with a {@link QueueHarness}; what a backend does not promise is
  * declared in its capabilities with the reason, and the test that checks it is skipped with
  * that reason in its title (so a skip is visible in the test output, never silent).

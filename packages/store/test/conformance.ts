@@ -357,7 +357,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
           ['dl-b', 1, 9],
         ]);
         expect(m1.dataMiddleware.map((b) => b.name)).toEqual(['data-a']);
-        // Every layer beats every layer below it (spec §2 precedence), read through the database.
+        // Every layer beats every layer below it, read through the database.
         LAYERS.forEach((layer, rank) => {
           expect(m1.config.get(`k${rank}`), `k${rank}`).toBe(layer);
           expect(m1.config.source(`k${rank}`)?.layer).toBe(layer);

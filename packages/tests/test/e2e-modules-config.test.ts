@@ -133,7 +133,7 @@ describe('module config without a database', () => {
     expect(seen).toHaveLength(1);
     const { settings, mine, region } = seen[0]!;
     expect(settings.timeoutMs).toBe(2222); // [modules.layered] over the module's code config
-    expect(mine).toBe('toml'); // the module layer beats the platform layer (spec §2 order)
+    expect(mine).toBe('toml'); // the module layer beats the platform layer
     expect(region).toBe('eu-west'); // account layer, from code
     expect(settings.loginMaxAttempts).toBe(7); // [module_defaults] over built-in
     expect(settings.loginStatuses).toEqual([401]); // built-in

@@ -1,5 +1,5 @@
 // The engine's database config provider: module config built from the ten database layers over
-// config.toml and code (spec §2 precedence), rebuilt when the change token moves; middleware
+// config.toml and code (the higher layer wins), rebuilt when the change token moves; middleware
 // selected by the relation rows (enabled relation and enabled middleware only, with the
 // relation's config); tasks whose account × platform cannot run, and modules that select an
 // unknown middleware, are reported with typed errors and failed task_result rows — not crashed on.

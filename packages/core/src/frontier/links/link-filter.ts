@@ -107,7 +107,7 @@ function unbalancedIn(glob: string): string | undefined {
 }
 
 const domainCache = new Map<string, string>();
-// The public suffix list is ~5 MB of RSS once loaded; only the same-domain scope needs it.
+// The public suffix list is large once loaded, and only the same-domain scope needs it.
 const tldts = lazyRequire<typeof import('tldts')>('tldts');
 
 /** The registrable domain of a hostname (public-suffix aware), or the hostname itself for IPs and single labels. */
