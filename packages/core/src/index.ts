@@ -237,10 +237,17 @@ export type {
   ModuleDownloadSettings,
 } from './downloader/download-router.js';
 export { createDownloadRouter, DownloadRouter } from './downloader/download-router.js';
-export type { Downloader, HttpDownloaderOptions } from './downloader/index.js';
+export type {
+  Downloader,
+  HttpCacheOptions,
+  HttpCacheStats,
+  HttpDownloaderOptions,
+} from './downloader/index.js';
 export {
+  createHttpCache,
   createHttpDownloader,
   DEFAULT_USER_AGENT,
+  HttpCache,
   HttpDownloader,
   MOCRA_VERSION,
 } from './downloader/index.js';

@@ -47,6 +47,7 @@ import {
   type FailurePolicy,
   type FrontierOptions,
   type HostSchedulerOptions,
+  type HttpCacheOptions,
   type HttpDownloaderOptions,
   InvalidArgumentError,
   type ItemMeta,
@@ -320,6 +321,15 @@ export class MocraBuilder {
    */
   persist(dir: string): this {
     return this.#set({ persist: dir });
+  }
+
+  /**
+   * Cache responses on disk for development (Scrapy's HTTPCACHE): a page fetched once is
+   * replayed on later runs by its request fingerprint, without a request to the site, until
+   * `ttlMs` (0: forever) has passed. See docs/crawling.md.
+   */
+  httpCache(options: string | HttpCacheOptions): this {
+    return this.#set({ httpCache: typeof options === 'string' ? { dir: options } : options });
   }
 
   /**

@@ -30,6 +30,7 @@ export type {
   FollowOptions,
   FrontierOptions,
   GenerateContext,
+  HttpCacheOptions,
   HttpDownloaderOptions,
   ItemMeta,
   LinkCandidate,

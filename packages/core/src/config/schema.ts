@@ -45,7 +45,8 @@ export const REFUSED_UPSTREAM_MODULE_KEYS: Readonly<Record<string, string>> = Ob
     'request rates are limited per host: `.politeness({ delayMs: 1000 / rate_limit })` (cluster-wide with a Redis host budget)',
   limit_id:
     "rate limits are kept per host (the request URL's hostname), not under a chosen key; see `.politeness()`",
-  cache_ttl: 'mocra has no response cache to expire; remove the key',
+  cache_ttl:
+    'responses are cached only for development, for the whole run: `--cache <dir> --cache-ttl <duration>` or `.httpCache({ dir, ttlMs })`',
 });
 
 const zod = lazyRequire<typeof import('zod')>('zod');

@@ -1,3 +1,5 @@
+export type { HttpCacheOptions, HttpCacheStats } from './http-cache.js';
+export { createHttpCache, HttpCache } from './http-cache.js';
 export type { HttpDownloaderOptions } from './http-downloader.js';
 export { createHttpDownloader, HttpDownloader } from './http-downloader.js';
 export type { Downloader } from './types.js';

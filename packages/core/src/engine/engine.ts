@@ -32,6 +32,7 @@
  * any topic, no handler running and no seeding in progress. That is re-checked whenever a
  * stage settles a message — there is no idle timer.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { ModuleConfigResolver } from '../config/module-config.js';
 import type { Coordination } from '../coordination/types.js';
@@ -41,6 +42,7 @@ import {
   type DownloadRouterOptions,
   type ModuleDownloadSettings,
 } from '../downloader/download-router.js';
+import { HttpCache, type HttpCacheOptions } from '../downloader/http-cache.js';
 import { createHttpDownloader, type HttpDownloaderOptions } from '../downloader/http-downloader.js';
 import type { Downloader } from '../downloader/types.js';
 import {
@@ -216,6 +218,11 @@ export interface EngineOptions {
   handleSignals?: boolean;
   /** On stop, how long work in flight may take to finish before it is aborted and put back. @default 10000 */
   shutdownTimeoutMs?: number;
+  /**
+   * A response cache for development: responses are stored by request fingerprint and replayed
+   * from disk on later runs (no request reaches the site) until `ttlMs` has passed. @default off
+   */
+  httpCache?: HttpCacheOptions;
   /** Publish one task per registered module when the run starts. @default true */
   autoSeed?: boolean;
   /**
@@ -340,6 +347,7 @@ export class Engine {
   readonly frontier: Frontier;
   readonly #options: EngineOptions;
   readonly #backend: QueueBackend;
+  readonly #httpCache: HttpCache | undefined;
   readonly #ownsBackend: boolean;
   /** Selects each request's downloader and proxy, and reports proxy outcomes (downloader/download-router.ts). */
   readonly downloads: DownloadRouter;
@@ -470,6 +478,7 @@ export class Engine {
             namespace: options.namespace ?? 'mocra',
             ...(options.coordination === undefined ? {} : { coordination: options.coordination }),
           });
+    this.#httpCache = options.httpCache === undefined ? undefined : new HttpCache(options.httpCache);
     this.modules = new ModuleRuntime({
       registry: this.registry,
       log: this.log,
@@ -480,8 +489,18 @@ export class Engine {
         ...(options.coordination === undefined ? {} : { coordination: options.coordination }),
         namespace: options.namespace ?? 'mocra',
       }),
-      fetch: (request, module, signal) =>
-        this.downloads.download(this.downloads.select(request, module), request, module, signal),
+      fetch: async (request, module, signal) => {
+        const cached = this.#httpCache?.get(request);
+        if (cached !== undefined) return cached;
+        const response = await this.downloads.download(
+          this.downloads.select(request, module),
+          request,
+          module,
+          signal,
+        );
+        this.#httpCache?.set(request, response);
+        return response;
+      },
       validateDownloads: (module) => this.downloads.validateModule(module),
     });
     this.#db?.attach(this.modules.moduleConfig, this.modules.middleware);

@@ -19,6 +19,7 @@ import {
 } from '@mocra/core';
 import { type Command, InvalidArgumentError as CommanderArgumentError, Option } from 'commander';
 import type { MocraBuilder } from '../builder.js';
+import { CliUsageError } from '../errors.js';
 import { checkDashboardFlags } from './dashboard.js';
 
 export interface RuntimeFlags {
@@ -32,6 +33,10 @@ export interface RuntimeFlags {
   maxDepth?: number;
   out?: string;
   persist?: string;
+  /** Development response cache directory. */
+  cache?: string;
+  /** Milliseconds a cached response is replayed (0: forever). */
+  cacheTtl?: number;
   /** A mocra.toml (Mocra.builder().fromToml): its keys apply unless a flag given on the command line sets them. */
   config?: string;
   dashboard?: number;
@@ -142,6 +147,16 @@ export function addRuntimeFlags(cmd: Command): Command {
     .option(
       '--persist <dir>',
       'keep the crawl state in this directory; run again with it to resume after a crash',
+    )
+    .option(
+      '--cache <dir>',
+      'cache responses in this directory and replay them on later runs instead of fetching (for development)',
+    )
+    .addOption(
+      new Option(
+        '--cache-ttl <duration>',
+        'replay cached responses this long, then fetch again (30s, 5m, 1h; default: forever)',
+      ).argParser(durationFlag),
     )
     .option(
       '--config <file>',
@@ -263,5 +278,13 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Cr
       ...(flags.maxDepth === undefined ? {} : { maxDepth: flags.maxDepth }),
     });
   if (flags.persist !== undefined) builder.persist(flags.persist);
+  if (flags.cache !== undefined) {
+    builder.httpCache({
+      dir: flags.cache,
+      ...(flags.cacheTtl === undefined ? {} : { ttlMs: flags.cacheTtl }),
+    });
+  } else if (flags.cacheTtl !== undefined) {
+    throw new CliUsageError('--cache-ttl needs --cache <dir>');
+  }
   return { robots, fetch };
 }
