@@ -1,9 +1,11 @@
 /**
- * `--dashboard` and its companions: the options of the builder's dashboard, from the flags and
- * the `[api]` environment variables (`MOCRA_API__API_KEY`, `MOCRA_API__HOST`,
- * `MOCRA_API__CORS_ORIGINS`, `MOCRA_API__ALLOWED_HOSTS`…), a flag winning over its variable,
- * and what the CLI tells a person when the dashboard is up.
+ * `--dashboard` and its companions: the options of the builder's dashboard, from the flags, the
+ * `[api]` table of the `--config` file and the `[api]` environment variables
+ * (`MOCRA_API__API_KEY`, `MOCRA_API__HOST`, `MOCRA_API__CORS_ORIGINS`, `MOCRA_API__ALLOWED_HOSTS`…)
+ * — a flag winning over its variable, a variable over the file — and what the CLI tells a person
+ * when the dashboard is up.
  */
+import { readFileSync } from 'node:fs';
 import { resolveConfig } from '@mocra/core';
 import type { DashboardOptions } from '../builder.js';
 import { CliUsageError } from '../errors.js';
@@ -39,9 +41,19 @@ export function cliDashboard(
   say: (text: string) => void,
   env: NodeJS.ProcessEnv = process.env,
 ): CliDashboard {
-  const api = resolveConfig({ env }).api;
+  // The same file the builder reads (fromToml): its [api] keys must not be ignored here.
+  const file = flags.config;
+  const api = resolveConfig({
+    env,
+    ...(file === undefined ? {} : { toml: readFileSync(file, 'utf8'), file }),
+  }).api;
   const apiKey = flags.apiKey ?? api.api_key;
-  const keySource = flags.apiKey !== undefined ? '--api-key' : 'MOCRA_API__API_KEY';
+  const keySource =
+    flags.apiKey !== undefined
+      ? '--api-key'
+      : env.MOCRA_API__API_KEY !== undefined || file === undefined
+        ? 'MOCRA_API__API_KEY'
+        : `api_key in ${file}`;
   let listening: string | undefined;
   const options: DashboardOptions = {
     port: flags.dashboard,
