@@ -34,6 +34,8 @@ export interface ModuleConfigQuery {
   platform: string;
 }
 
+const QUERY_FIELDS: readonly (keyof ModuleConfigQuery)[] = ['module', 'account', 'platform'];
+
 /** Where module-config layers come from. */
 export interface ModuleConfigProvider {
   /** The layers for one module × account × platform, without `defaults` (the resolver adds those). */
@@ -231,13 +233,17 @@ export class ModuleConfigResolver {
   }
 
   async resolve(query: ModuleConfigQuery): Promise<ResolvedModuleConfig> {
-    for (const [field, value] of Object.entries(query)) {
+    // Asked twice per page (download and parse): the checks and the cache hit allocate nothing
+    // and wait for nothing unless the provider's version is itself asynchronous.
+    for (const field of QUERY_FIELDS) {
+      const value = query[field];
       if (typeof value !== 'string' || value === '') {
         throw new InvalidArgumentError(`module config query: '${field}' must be a non-empty string`);
       }
     }
     const cacheKey = `${query.module}\u0000${query.account}\u0000${query.platform}`;
-    const version = this.#provider.version ? await this.#provider.version() : undefined;
+    const asked = this.#provider.version?.();
+    const version = asked instanceof Promise ? await asked : asked;
     if (version !== undefined) {
       const cached = this.#cache.get(cacheKey);
       if (cached && cached.version === version && cached.generation === this.#generation)
