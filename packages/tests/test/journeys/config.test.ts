@@ -5,7 +5,16 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { assertBuilt, mocra, REPO, readJsonl, startCommand, tempDir } from './harness.js';
+import {
+  assertBuilt,
+  mocra,
+  REPO,
+  readJsonl,
+  startCommand,
+  startMocra,
+  tempDir,
+  waitFor,
+} from './harness.js';
 
 let site: FixtureSite;
 let root: string;
@@ -192,4 +201,45 @@ console.log(JSON.stringify({ pages: summary.pages }));
       rmSync(file, { force: true });
     }
   });
+});
+
+describe('the [api] table of --config', () => {
+  test('reaches the CLI dashboard: the file’s key unlocks the control actions', async () => {
+    const dir = project('api-config', { 'mocra.toml': '[api]\napi_key = "key-from-the-file"\n' });
+    const run = startMocra(
+      [
+        'crawl',
+        site.graphUrl({ pages: 100_000, fanout: 4, bytes: 512 }),
+        '--no-robots',
+        '-c',
+        '1',
+        '--max-pages',
+        '2000',
+        '--config',
+        path.join(dir, 'mocra.toml'),
+        '--dashboard',
+        '0',
+        '--no-progress',
+        '--out',
+        path.join(dir, 'out.jsonl'),
+      ],
+      { cwd: dir, timeoutMs: 90_000 },
+    );
+    try {
+      const started = /mocra: dashboard at (http:\/\/127\.0\.0\.1:\d+) \(([^)]*)\)/;
+      expect(await waitFor(() => started.test(run.stderr()), 60_000, 50), run.stderr()).toBe(true);
+      const [, url, how] = started.exec(run.stderr())!;
+      // It says where the key comes from, never the key itself.
+      expect(how).toContain('api_key in');
+      expect(run.stderr()).not.toContain('key-from-the-file');
+      const pause = (key: string) =>
+        fetch(`${url}/control/pause`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+      expect((await pause('not-the-key')).status).toBe(401);
+      const paused = await pause('key-from-the-file');
+      expect(paused.status, await paused.text()).toBeLessThan(300);
+    } finally {
+      run.stopAll('SIGKILL');
+      await run.done;
+    }
+  }, 120_000);
 });
