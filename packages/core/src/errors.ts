@@ -6,6 +6,8 @@
  * {@link SessionExpiredError}.
  */
 
+import { redactUrlCredentials } from './redact.js';
+
 /** Every code this package can raise, with the one-line meaning shown in docs/errors.md. */
 export const CORE_ERROR_CODES = {
   MOCRA_ERR_INTERNAL: 'An invariant inside mocra broke; please report it.',
@@ -166,7 +168,8 @@ export class MocraError extends Error {
   readonly retryable: boolean;
 
   constructor(code: string, message: string, options: MocraErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Messages go to logs, records, the DLQ and the API: a URL's credentials never do.
+    super(redactUrlCredentials(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
   }

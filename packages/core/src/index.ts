@@ -806,6 +806,7 @@ export {
 } from './queue/index.js';
 export type { LevelQueueBackendOptions } from './queue/leveldb-queue.js';
 export { createLevelQueueBackend, LevelQueueBackend } from './queue/leveldb-queue.js';
+export { REDACTED_USERINFO, redactUrlCredentials } from './redact.js';
 export type {
   Clock,
   CronFireMessage,

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_TEXT_CHARS, TRUNCATED_MARKER } from '@mocra/core';
-import { type HostileSite, startHostileSite } from '@mocra/testkit';
+import { HOSTILE_CREDENTIALS, type HostileSite, startHostileSite } from '@mocra/testkit';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { killAll, startBin } from './cli-bin.js';
 
@@ -175,4 +175,29 @@ test('a redirect to another host name does not widen same-host scope', { timeout
   expect([...hosts]).toEqual(['127.0.0.1']);
   expect(byPath(ran.records).has('/linked/1')).toBe(true);
   expect(byPath(ran.records).has('/linked/4')).toBe(false);
+});
+
+test('credentials in URLs reach neither the records nor the logs', { timeout: 60_000 }, async () => {
+  const { password, username } = HOSTILE_CREDENTIALS;
+  const ran = await crawl('credentials', [
+    `${site.url}/credentials`,
+    '--log-level',
+    'debug',
+    '--retries',
+    '0',
+  ]);
+  expect(ran.code, ran.stderr).toBe(0);
+  const text = readFileSync(ran.out, 'utf8');
+  expect(text).not.toContain(password);
+  expect(ran.stderr).not.toContain(password);
+  expect(ran.stderr).not.toContain(username);
+  // The pages were crawled, and are shown with the credentials replaced.
+  const pages = byPath(ran.records);
+  expect(pages.get('/linked/1')).toMatchObject({
+    status: 200,
+    url: `http://***@127.0.0.1:${site.port}/linked/1`,
+  });
+  expect(pages.get('/empty-location')).toMatchObject({ error: 'MOCRA_ERR_INVALID_URL' });
+  // The debug log did name the failed URL, redacted.
+  expect(ran.stderr).toContain(`***@127.0.0.1:${site.port}/empty-location`);
 });

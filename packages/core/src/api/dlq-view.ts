@@ -5,6 +5,8 @@
  * payload, never on this view.
  */
 
+import { redactUrlCredentials } from '../redact.js';
+
 const MAX_STRING = 500;
 const MAX_ARRAY = 20;
 const MAX_KEYS = 40;
@@ -14,8 +16,10 @@ const MAX_DEPTH = 5;
 export function safeJson(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
   if (value === null || value === undefined) return value ?? null;
   switch (typeof value) {
-    case 'string':
-      return value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}… (${value.length} chars)` : value;
+    case 'string': {
+      const shown = redactUrlCredentials(value);
+      return shown.length > MAX_STRING ? `${shown.slice(0, MAX_STRING)}… (${shown.length} chars)` : shown;
+    }
     case 'number':
       return Number.isFinite(value) ? value : String(value);
     case 'boolean':
@@ -34,7 +38,11 @@ export function safeJson(value: unknown, depth = 0, seen = new WeakSet<object>()
   if (object instanceof Date) return object.toISOString();
   if (object instanceof Error) {
     const code = (object as Error & { code?: unknown }).code;
-    return { name: object.name, message: object.message, ...(typeof code === 'string' ? { code } : {}) };
+    return {
+      name: object.name,
+      message: redactUrlCredentials(object.message),
+      ...(typeof code === 'string' ? { code } : {}),
+    };
   }
   if (depth >= MAX_DEPTH) return Array.isArray(object) ? `[array of ${object.length}]` : '[object]';
   seen.add(object);
@@ -88,6 +96,10 @@ export function describeWork(payload: unknown): string {
 
 /** Summary of a dead letter: for an error event (the error topic's DLQ), the failure and the work it was about. */
 export function summarizeDeadLetter(topic: string, payload: unknown): string {
+  return redactUrlCredentials(summarize(topic, payload));
+}
+
+function summarize(topic: string, payload: unknown): string {
   if (topic === 'error' && payload !== null && typeof payload === 'object') {
     const event = payload as Loose;
     const code = str(event.code)?.replace(/^MOCRA_ERR_/, '') ?? 'failure';

@@ -10,6 +10,7 @@
  * the message first, so "HTTP 503 for /a" and "HTTP 503 for /b" are one kind.
  */
 import type { StageName } from '../model/events.js';
+import { redactUrlCredentials } from '../redact.js';
 
 /** What the digest needs of a failure (an ErrorEvent has all of it). */
 export interface DigestedFailure {
@@ -42,8 +43,8 @@ export class ErrorDigest {
     if (example === undefined) {
       this.#byCode.set(failure.code, {
         count: 1,
-        ...(failure.url === undefined ? {} : { url: failure.url }),
-        message: failure.message,
+        ...(failure.url === undefined ? {} : { url: redactUrlCredentials(failure.url) }),
+        message: redactUrlCredentials(failure.message),
         stage: failure.stage,
         ...(failure.module === undefined ? {} : { module: failure.module }),
       });

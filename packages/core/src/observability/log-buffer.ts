@@ -15,7 +15,7 @@
  */
 import type pinoModule from 'pino';
 import { InvalidArgumentError } from '../errors.js';
-import { type Logger, type LogLevel, loadPino, resolveLogLevel } from './logger.js';
+import { LOG_HOOKS, type Logger, type LogLevel, loadPino, resolveLogLevel } from './logger.js';
 
 /** pino's level names, lowest first. */
 export const LOG_RECORD_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
@@ -335,5 +335,5 @@ export function createBufferedLogger(options: BufferedLoggerOptions): Logger {
     Number.POSITIVE_INFINITY,
   );
   const level = pino.levels.labels[lowest] ?? 'info';
-  return pino({ name: 'mocra', level }, pino.multistream(streams));
+  return pino({ name: 'mocra', level, hooks: LOG_HOOKS }, pino.multistream(streams));
 }

@@ -9,6 +9,7 @@
  */
 import type pinoModule from 'pino';
 import { lazyRequire } from '../optional-dependency.js';
+import { redactUrlCredentials } from '../redact.js';
 
 /** pino loads with the first logger, not at import. */
 export const loadPino = lazyRequire<typeof pinoModule>('pino');
@@ -22,6 +23,9 @@ export interface LoggerOptions {
   /** Use this pino logger instead of creating one (its own level and destination apply). */
   logger?: Logger;
 }
+
+/** Every log line leaves with the credentials of its URLs removed. */
+export const LOG_HOOKS = { streamWrite: redactUrlCredentials } as const;
 
 const LEVELS = new Set<string>(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -41,7 +45,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   if (options.logger) return options.logger;
   const pino = loadPino();
   return pino(
-    { name: 'mocra', level: resolveLogLevel(options.level) },
+    { name: 'mocra', level: resolveLogLevel(options.level), hooks: LOG_HOOKS },
     pino.destination({ fd: 2, sync: true }),
   );
 }

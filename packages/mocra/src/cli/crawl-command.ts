@@ -2,7 +2,7 @@
  * `mocra crawl <url…>`: crawl a site by following its links, with the frontier's scope,
  * filters, limits and politeness, writing one record per page.
  */
-import { createLinkFilter, type ErrorEvent, type PolicyDecision } from '@mocra/core';
+import { createLinkFilter, type ErrorEvent, type PolicyDecision, redactUrlCredentials } from '@mocra/core';
 import { Mocra } from '../builder.js';
 import { CliUsageError } from '../errors.js';
 import { type Ctx, defineSpider } from '../spider.js';
@@ -80,8 +80,8 @@ export async function crawlCommand(
     parse(res, cx: Ctx<PageRecord>) {
       const found = cx.enqueueLinks(links);
       cx.emit({
-        url: res.request.url,
-        finalUrl: res.url,
+        url: redactUrlCredentials(res.request.url),
+        finalUrl: redactUrlCredentials(res.url),
         status: res.status,
         contentType: res.contentType ?? null,
         bytes: res.body.length,
@@ -101,8 +101,9 @@ export async function crawlCommand(
   // A URL given up on is a record too, with its error code.
   const onError = (event: ErrorEvent, decision: PolicyDecision) => {
     if (decision.action === 'retry' || event.stage !== 'download') return;
-    const url = event.url ?? urlOf(event.payload);
-    if (url === undefined) return;
+    const raw = event.url ?? urlOf(event.payload);
+    if (raw === undefined) return;
+    const url = redactUrlCredentials(raw);
     writer?.write(url, {
       url,
       finalUrl: null,

@@ -232,7 +232,11 @@ export async function startHostileSite(options: HostileSiteOptions = {}): Promis
           res,
           200,
           HTML_TYPE,
-          linkList('Links with credentials', [`${base}/linked/0`, `${base}/linked/1`]),
+          linkList('Links with credentials', [
+            `${base}/linked/0`,
+            `${base}/linked/1`,
+            `${base}/empty-location`,
+          ]),
         );
         return;
       }
