@@ -201,3 +201,54 @@ test('credentials in URLs reach neither the records nor the logs', { timeout: 60
   // The debug log did name the failed URL, redacted.
   expect(ran.stderr).toContain(`***@127.0.0.1:${site.port}/empty-location`);
 });
+
+/** The child's peak resident set so far (Linux: VmHWM of /proc/<pid>/status), in MB. */
+function peakRssMb(pid: number): number | undefined {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Crawls `/failing/bomb/<n>` at -c 1 and returns the bin's peak RSS, read just before it exits. */
+async function bombPeak(n: number): Promise<number> {
+  const out = path.join(tmp, `bombs-${n}.jsonl`);
+  const run = startBin(
+    [
+      'crawl',
+      `${site.url}/failing/bomb/${n}`,
+      '-c',
+      '1',
+      '--retries',
+      '0',
+      '--no-robots',
+      '--no-progress',
+    ].concat(['--out', out]),
+  );
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, peakRssMb(run.child.pid!) ?? 0);
+  }, 20);
+  const code = await run.exited.finally(() => clearInterval(sampler));
+  expect(code, run.stderr()).toBe(0);
+  const failed = records(out).filter((r) => r.error === 'MOCRA_ERR_BODY_TOO_LARGE');
+  expect(failed).toHaveLength(n);
+  return peak;
+}
+
+test.skipIf(process.platform !== 'linux')(
+  'memory stays flat however many pages fail with an oversized body',
+  { timeout: 120_000 },
+  async () => {
+    // Each bomb decodes to the 10 MiB cap before it fails. Before the fix every failed page kept
+    // its decoded chunks (~10.6 MB each: 20 pages 300 MB, 60 pages 724 MB peak).
+    const few = await bombPeak(10);
+    const many = await bombPeak(50);
+    expect(
+      many - few,
+      `peak ${few.toFixed(0)} MB for 10 failing pages, ${many.toFixed(0)} MB for 50`,
+    ).toBeLessThan(100);
+  },
+);

@@ -312,6 +312,9 @@ export class HttpDownloader implements Downloader {
       const fail = (err: MocraError) => {
         if (done) return;
         done = true;
+        // The listeners below hold this array until every stream of the pipeline is collected;
+        // a failed body must not keep up to `limit` bytes alive that long.
+        chunks.length = 0;
         source.destroy();
         for (const d of decoders) d.destroy();
         reject(err);
