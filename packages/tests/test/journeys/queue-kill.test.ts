@@ -230,6 +230,27 @@ test(
   CRAWL_BOUND_MS + 30_000,
 );
 
+/** A real Kafka broker, when one is given: none runs on the machines of this repository's CI. */
+const KAFKA_BROKERS = process.env.MOCRA_TEST_KAFKA_BROKERS?.split(',').filter(Boolean) ?? [];
+
+test.skipIf(KAFKA_BROKERS.length === 0)(
+  'Kafka queue (MOCRA_TEST_KAFKA_BROKERS): a worker SIGKILLed at full speed loses no page',
+  async () => {
+    const name = crawlName();
+    try {
+      const env = {
+        MOCRA_QUEUE: `kafka://${KAFKA_BROKERS.join(',')}`,
+        MOCRA_COORDINATION: REDIS_URL,
+        MOCRA_NAME: name,
+      };
+      expectNothingLost(await crawlWithKill('kafka', [env, env], killAt));
+    } finally {
+      await cleanup(name);
+    }
+  },
+  CRAWL_BOUND_MS + 30_000,
+);
+
 test(
   'Raft control plane over a Redis queue: one of three nodes SIGKILLed at full speed loses no page',
   async () => {
