@@ -18,6 +18,7 @@ import diagnostics_channel from 'node:diagnostics_channel';
 import { createDag, jsonPayload, readJson } from '@mocra/dag';
 import { Redis } from 'ioredis';
 import { ClusterConfig, defineModule, defineSpider, Mocra, Request } from 'mocra';
+import { printSummary } from './worker-summary.js';
 
 const env = process.env;
 const site = env.SITE_URL!;
@@ -159,13 +160,4 @@ const summary = await Mocra.builder()
   .run();
 
 await sink.quit();
-process.stdout.write(
-  `${JSON.stringify({
-    reason: summary.reason,
-    pages: summary.pages,
-    items: summary.items,
-    errors: summary.errors,
-    errorsByCode: summary.errorsByCode,
-    pending: summary.pending,
-  })}\n`,
-);
+printSummary(summary);

@@ -10,6 +10,7 @@
 // write is counted (HINCRBY) so the test sees redeliveries. Prints one JSON summary on stdout.
 import { Redis } from 'ioredis';
 import { defineSpider, Mocra } from 'mocra';
+import { printSummary } from './worker-summary.js';
 
 const env = process.env;
 const site = env.SITE_URL!;
@@ -71,13 +72,4 @@ const summary = await Mocra.builder()
   .run();
 
 await sink.quit();
-process.stdout.write(
-  `${JSON.stringify({
-    reason: summary.reason,
-    pages: summary.pages,
-    items: summary.items,
-    errors: summary.errors,
-    errorsByCode: summary.errorsByCode,
-    pending: summary.pending,
-  })}\n`,
-);
+printSummary(summary);

@@ -18,6 +18,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import { Redis } from 'ioredis';
 import { ClusterConfig, defineModule, Mocra, Request } from 'mocra';
+import { printSummary } from './worker-summary.js';
 
 const env = process.env;
 const site = env.SITE_URL!;
@@ -116,13 +117,4 @@ const summary = await builder
   .run();
 
 await sink.quit();
-process.stdout.write(
-  `${JSON.stringify({
-    reason: summary.reason,
-    pages: summary.pages,
-    items: summary.items,
-    errors: summary.errors,
-    errorsByCode: summary.errorsByCode,
-    pending: summary.pending,
-  })}\n`,
-);
+printSummary(summary);
