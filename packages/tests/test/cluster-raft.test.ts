@@ -262,7 +262,6 @@ test('3 Raft nodes crawl the catalog; the leader (running the DAG job) is SIGKIL
     expect(killedExit.signal).toBe('SIGKILL');
     for (const r of reports) {
       expect(r.reason).toBe('idle');
-      expect(r.pending).toBe(0);
       // The only errors allowed are the DAG task coming back while the dead holder's guard lapses.
       const unexpected = Object.entries(r.errorsByCode).filter(([code]) => code !== 'MOCRA_ERR_RETRY_LATER');
       expect(unexpected, JSON.stringify(r.errorsByCode)).toEqual([]);
@@ -300,6 +299,11 @@ test('3 Raft nodes crawl the catalog; the leader (running the DAG job) is SIGKIL
     expect(new Set(tickItems).size).toBe(tickItems.length);
     for (const t of tickItems) expect(byTick.has(t)).toBe(true);
     expect(tickItems.length).toBeGreaterThanOrEqual(ticks.length - 2);
+    // What is left queued when the run ends can only be such a late firing's task: the cron fires
+    // every second, so one may be published after the cluster decided the crawl was done.
+    const uncrawled = ticks.length - tickItems.length;
+    for (const r of reports)
+      expect(r.pending, 'left queued besides late cron firings').toBeLessThanOrEqual(uncrawled);
 
     // ── the DAG run resumed on a survivor without redoing finished steps ─────────────────
     // A remote step is at least once: on a loaded machine its lease can lapse and a second
