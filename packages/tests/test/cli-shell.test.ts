@@ -1,7 +1,8 @@
 // `mocra shell <url>` as a user meets it: the built bin in a terminal (a pseudo-terminal from
 // util-linux `script`), with tab completion, and with commands piped to its standard input.
-// Against the fixture site: res.status, $('title'), fetch('/…') moving res and $, the download
-// flags (-H, --user-agent) on what is sent, view(), and typed errors that do not end the REPL.
+// Against the fixture site: res.status, $('title'), fetch('/…') moving res and $, Ctrl-C ending a
+// slow fetch, the download flags (-H, --user-agent) on what is sent, view(), and typed errors
+// that do not end the REPL.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -61,7 +62,7 @@ function session(command: string, args: readonly string[]): Session {
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 describe.skipIf(!hasScript)('in a terminal', () => {
-  test('res, $, fetch, tab completion of re<TAB>, and an error that does not end the REPL', async () => {
+  test('res, $, fetch, tab completion of re<TAB>, Ctrl-C ending a fetch, an error that does not end the REPL', async () => {
     const command = [process.execPath, BIN, 'shell', `${site.url}/books/page/1`].map(quote).join(' ');
     const s = session('script', ['-qfec', command, '/dev/null']);
     const type = async (line: string) => {
@@ -89,6 +90,14 @@ describe.skipIf(!hasScript)('in a terminal', () => {
       await s.waitFor(/^res$[\s\S]*mocra> re/m, from);
       expect(s.output().slice(from)).toMatch(/^require$/m); // the REPL's own names are listed beside ours
       s.child.stdin!.write('\x15'); // Ctrl-U: clear the line
+
+      // Ctrl-C ends a fetch in flight; res stays the page before.
+      from = await type("fetch('/delay/30000')");
+      for (let i = 0; i < 200 && (site.stats().paths['/delay/30000'] ?? 0) === 0; i++) await sleep(50);
+      s.child.stdin!.write('\x03');
+      await s.waitFor(/AbortedError: download of \S+\/delay\/30000 aborted/, from);
+      from = await type('res.url');
+      await s.waitFor(/'http:\/\/127\.0\.0\.1:\d+\/books\/page\/2'/, from);
 
       from = await type('nope.x');
       await s.waitFor(/ReferenceError: nope is not defined/, from);

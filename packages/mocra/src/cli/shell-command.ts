@@ -49,6 +49,7 @@ export async function shellCommand(rawUrl: string, flags: DownloadFlags, io: She
   let res: Response | undefined;
   let views = 0;
   let viewDir: string | undefined;
+  let inFlight: AbortController | undefined;
 
   const load = async (url: string): Promise<void> => {
     let target: string;
@@ -57,7 +58,13 @@ export async function shellCommand(rawUrl: string, flags: DownloadFlags, io: She
     } catch {
       throw new CliUsageError(`'${url}' is not a URL`);
     }
-    res = await downloader.download(new Request(target), AbortSignal.timeout(flags.timeout * 2));
+    // --timeout bounds the request inside the downloader; Ctrl-C (below) ends it sooner.
+    inFlight = new AbortController();
+    try {
+      res = await downloader.download(new Request(target), inFlight.signal);
+    } finally {
+      inFlight = undefined;
+    }
     out.write(
       `[mocra] ${res.status} ${res.url} (${res.body.length} bytes${res.contentType ? `, ${res.contentType}` : ''})\n`,
     );
@@ -87,6 +94,7 @@ export async function shellCommand(rawUrl: string, flags: DownloadFlags, io: She
     ignoreUndefined: true,
     preview: false,
   });
+  server.on('SIGINT', () => inFlight?.abort(new Error('interrupted (Ctrl-C)')));
   const define = (name: string, get: () => unknown) =>
     Object.defineProperty(server.context, name, { get, enumerable: true, configurable: true });
   define('res', current);
