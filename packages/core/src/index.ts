@@ -196,8 +196,8 @@ export {
   dedupKeyBytes,
   hostPartitionKey,
   NatsDeduplicator,
-  PartitionRouter,
   natsDedupBucket,
+  PartitionRouter,
   RedisDeduplicator,
   RedisHostBudget,
 } from './distributed/index.js';

@@ -717,7 +717,8 @@ export class ClusterNode implements PeerHandler {
    * (JSON) is the caller's result, what it throws the caller's error. Returns an unsubscribe.
    */
   onAppRequest(topic: string, handler: (body: unknown) => Promise<unknown>): () => void {
-    if (!/^[\w.:-]{1,200}$/.test(topic)) throw new ClusterArgumentError(`bad app topic ${JSON.stringify(topic)}`);
+    if (!/^[\w.:-]{1,200}$/.test(topic))
+      throw new ClusterArgumentError(`bad app topic ${JSON.stringify(topic)}`);
     this.#appHandlers.set(topic, handler);
     return () => {
       if (this.#appHandlers.get(topic) === handler) this.#appHandlers.delete(topic);
@@ -730,7 +731,12 @@ export class ClusterNode implements PeerHandler {
    * `to` has no handler for `topic`, `UnknownNodeError` for a node not in the configuration, or a
    * network error / timeout. Not retried: whether to try again is the application's decision.
    */
-  async callApp(to: NodeId, topic: string, body: unknown, timeoutMs = this.#opts.requestTimeoutMs): Promise<unknown> {
+  async callApp(
+    to: NodeId,
+    topic: string,
+    body: unknown,
+    timeoutMs = this.#opts.requestTimeoutMs,
+  ): Promise<unknown> {
     this.#assertOpen();
     if (to === this.id) return this.#handleApp(topic, JSON.parse(JSON.stringify(body ?? null)) as unknown);
     const member = findMember(this.#core.configAt(this.#core.commitIndex), to);

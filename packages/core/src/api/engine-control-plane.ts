@@ -356,7 +356,8 @@ export class EngineControlPlane implements ControlPlane {
     }
     const members = await coordination.members();
     const owned = this.#partitions?.();
-    const partitionsOf = (id: string) => (owned === undefined ? {} : { partitions: [...(owned.get(id) ?? [])] });
+    const partitionsOf = (id: string) =>
+      owned === undefined ? {} : { partitions: [...(owned.get(id) ?? [])] };
     const nodes: NodesView['nodes'] = members.map((m) => ({
       id: m.id,
       addr: m.addr ?? null,

@@ -258,7 +258,9 @@ function connectPartitioned(options: DistributedOptions, coordination: Coordinat
     fail(`runId '${runId}' must be 1–128 characters of A–Z a–z 0–9 _ . : -`);
   }
   if (!isRaft(coordination)) {
-    fail('a cluster without a queue service partitions its work over the embedded Raft cluster: use .cluster(ClusterConfig…), or give a queue URL');
+    fail(
+      'a cluster without a queue service partitions its work over the embedded Raft cluster: use .cluster(ClusterConfig…), or give a queue URL',
+    );
   }
   if (options.politeness) {
     fail(
@@ -378,7 +380,8 @@ export class DistributedRuntime {
       endWhenIdle: false,
     };
     // Partitioned: the engine's own queues, dedup set and politeness; only routing is added.
-    if (this.queue === undefined) return { ...base, ...shared, ...(this.router ? { router: this.router } : {}) };
+    if (this.queue === undefined)
+      return { ...base, ...shared, ...(this.router ? { router: this.router } : {}) };
     const frontier = { ...base.frontier };
     if (this.deduplicator) frontier.deduplicator = this.deduplicator;
     if (this.gate) frontier.gate = this.gate;

@@ -19,9 +19,10 @@
  * member joins or dies only new work moves; what a dead node had queued is lost to the run,
  * unless the node restarts on its `persist` directory, which resumes it.
  */
+
+import type { PartitionOwnership } from '../coordination/partitions.js';
 import type { EngineRouter, ForwardedWork } from '../engine/engine.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { PartitionOwnership } from '../coordination/partitions.js';
 import type { FollowUpTask, TaskEvent } from '../model/events.js';
 import { Request, type RequestData } from '../model/request.js';
 
@@ -186,15 +187,24 @@ export function parseForwardBody(body: unknown, runId: string): ForwardedWork {
     if (!isRecord(t) || typeof t.runId !== 'string') return bad('a task needs a runId');
     if (!optionalString(t.module) || !optionalString(t.account) || !optionalString(t.platform))
       return bad('task module, account and platform must be strings');
-    if (t.modules !== undefined && !(Array.isArray(t.modules) && t.modules.every((m) => typeof m === 'string')))
+    if (
+      t.modules !== undefined &&
+      !(Array.isArray(t.modules) && t.modules.every((m) => typeof m === 'string'))
+    )
       return bad('task modules must be a list of names');
     if (t.params !== undefined && !isRecord(t.params)) return bad('task params must be an object');
-    if (t.priority !== undefined && typeof t.priority !== 'number') return bad('task priority must be a number');
+    if (t.priority !== undefined && typeof t.priority !== 'number')
+      return bad('task priority must be a number');
     return { kind: 'task', task: t as unknown as TaskEvent };
   }
   if (work.kind === 'seeds') {
     const f = work.followUp;
-    if (!isRecord(f) || typeof f.module !== 'string' || typeof f.node !== 'string' || typeof f.runId !== 'string')
+    if (
+      !isRecord(f) ||
+      typeof f.module !== 'string' ||
+      typeof f.node !== 'string' ||
+      typeof f.runId !== 'string'
+    )
       return bad('seeds need module, node and runId');
     if (!optionalString(f.account) || !optionalString(f.platform))
       return bad('seeds account and platform must be strings');

@@ -892,7 +892,8 @@ export class Engine {
       started.push(registered);
     }
     const router = this.#options.router;
-    const here = router === undefined || requests.length === 0 ? requests : await router.routeSeeds(requests, task);
+    const here =
+      router === undefined || requests.length === 0 ? requests : await router.routeSeeds(requests, task);
     const result = await this.#admitAndPublish(here, 'task', admissionClaimOf(delivery));
     if (result !== undefined) return result; // put back: the entry nodes are not done yet
     for (const registered of started) joins.push(...this.modules.onTaskDone(registered, task.runId));

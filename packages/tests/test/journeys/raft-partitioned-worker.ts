@@ -34,7 +34,9 @@ interface Book {
 const catalog = defineSpider<Book>({
   name: 'catalog',
   start(seeds) {
-    const sites = Array.isArray(seeds.params.sites) ? (seeds.params.sites as string[]) : env.SITES!.split(',');
+    const sites = Array.isArray(seeds.params.sites)
+      ? (seeds.params.sites as string[])
+      : env.SITES!.split(',');
     for (const site of sites) seeds.get(`${site}/books/page/1`);
   },
   async parse(res, cx) {
@@ -62,7 +64,13 @@ let builder = Mocra.builder()
   .concurrency(4)
   .cluster(
     ClusterConfig.fromEnv(env, {
-      node: { tickMs: 20, electionTicks: 15, heartbeatTicks: 3, sweepIntervalMs: 100, requestTimeoutMs: 8_000 },
+      node: {
+        tickMs: 20,
+        electionTicks: 15,
+        heartbeatTicks: 3,
+        sweepIntervalMs: 100,
+        requestTimeoutMs: 8_000,
+      },
     }),
     {
       coordinationOptions: { memberTtlMs: 2_000 },
