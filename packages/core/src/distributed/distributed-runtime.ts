@@ -321,6 +321,8 @@ export class DistributedRuntime {
   readonly #service: boolean | undefined;
   /** What {@link engineOptions} was asked for that makes a service node, when not set explicitly. */
   #keptUp = false;
+  /** The running engine's logger (forward failures are reported there). */
+  #log: Engine['log'] | undefined;
   #cronEnabled = true;
   #closed = false;
 
@@ -349,6 +351,8 @@ export class DistributedRuntime {
             send: async (to, body) => {
               await coordination.node.callApp(to, this.#forwardTopic, body, FORWARD_TIMEOUT_MS);
             },
+            onForwardFailed: (err, to) =>
+              this.#log?.warn({ err, to }, 'forwarding work to its owner failed; it runs on this node'),
           });
   }
 
@@ -416,6 +420,7 @@ export class DistributedRuntime {
    * summary. Does not close the runtime.
    */
   async run(engine: Engine): Promise<RunSummary> {
+    this.#log = engine.log;
     const queue = this.queue ?? engine.queue;
     const topics = Object.values(TOPICS).map((name) => queue.topic(name));
     const topicsEmpty = async () => {
@@ -426,13 +431,20 @@ export class DistributedRuntime {
       return true;
     };
     const router = this.router;
-    // Partitioned: take the work other nodes route here (before joining: as soon as this node is
-    // a member, it owns keys). Refused until the engine runs; the sender then keeps the work.
+    // Partitioned: take the work other nodes route here. Registered before joining (as soon as
+    // this node is a member it owns keys); a forward that comes before the engine runs waits
+    // for it (the sender gives up after its timeout and keeps the work).
+    let engineStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      engineStarted = resolve;
+    });
     const unsubscribe =
       router === undefined || !isRaft(this.coordination)
         ? undefined
         : this.coordination.node.onAppRequest(this.#forwardTopic, async (body) => {
-            await engine.accept(router.received(body));
+            const work = router.received(body);
+            await started;
+            await engine.accept(work);
             return { accepted: true };
           });
     const cluster = createClusterRun({
@@ -449,11 +461,17 @@ export class DistributedRuntime {
       service: this.isService(engine),
       ...this.#completion,
     });
-    await cluster.start();
+    try {
+      await cluster.start();
+    } catch (err) {
+      unsubscribe?.();
+      throw err;
+    }
     await this.cron
       .start()
       .catch((err: unknown) => engine.log.warn({ err }, 'cron ownership: members not read'));
     const running = engine.run();
+    engineStarted();
     if (cluster.done) void engine.stop('idle'); // the run had ended before this process joined
     const seeding = (async () => {
       // Retried while the run lasts: the run cannot end before it was seeded.

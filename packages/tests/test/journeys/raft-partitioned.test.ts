@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostPartitionKey, rendezvousOwner } from '@mocra/core';
-import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
+import { expectedCounts, type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, expect, test } from 'vitest';
 import { callApi, freePort, type NodeProc, report, running, spawnNode, until } from '../service-harness.js';
@@ -75,7 +75,8 @@ async function sitesCovering(members: string[], owners: string[], latencyMs: num
 const pathsOf = (site: FixtureSite) => site.stats({ log: false }).paths;
 const catalogPages = (site: FixtureSite) =>
   Object.keys(pathsOf(site)).filter((p) => p.startsWith('/book')).length;
-const expectedPages = BOOKS + Math.ceil(BOOKS / 20); // the books and the listing pages
+/** What a crawl from `/books/page/1` fetches: listing, category and book pages. */
+const expectedPages = expectedCounts({ catalog: { books: BOOKS } }).catalog.pages;
 
 async function cluster(tag: string, extra: (id: string, dataDir: string) => Record<string, string>) {
   const namespace = `rp${tag}${randomBytes(4).toString('hex')}`;
@@ -193,7 +194,7 @@ test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its
     module: 'catalog',
     params: { sites: second.map((s) => s.url) },
   });
-  expect(started.status).toBe(200);
+  expect(started.status).toBe(202);
   await until('the new hosts crawled', nodes, async () =>
     (await items()) === BOOKS * (first.length + second.length) ? true : undefined,
   );
