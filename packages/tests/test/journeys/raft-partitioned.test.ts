@@ -219,7 +219,7 @@ test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its
   const n3 = nodes.find((p) => p.name === victim)!;
   expect(
     (await callApi(n1, API_KEY, '/start_work', { module: 'catalog', params: { sites: [slow!.url] } })).status,
-  ).toBe(200);
+  ).toBe(202);
   await until('the slow host half crawled', nodes, async () =>
     slow!.stats({ log: false }).requests >= 15 ? true : undefined,
   );
