@@ -10,6 +10,8 @@
 //   2. service: a 4th node joins and takes the hosts it now owns; a node is SIGKILLed mid-crawl:
 //      its host moves to a survivor in the partition map, its queued work is not done by anyone
 //      (lost to the run without persist) until it restarts on its persist directory and resumes
+//   3. finite, no persist: a node SIGKILLed mid-crawl; its host's queued pages are lost to the run,
+//      the survivors complete their own hosts and end idle once its membership lapsed
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -275,4 +277,50 @@ test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its
   // Service nodes stop on SIGTERM, draining what they have.
   for (const p of [...alive, back]) p.child.kill('SIGTERM');
   for (const p of [...alive, back]) expect((await report(p, 60_000)).exit.code).toBe(0);
+});
+
+test('finite, no persist: a node SIGKILLed mid-crawl loses its queued work to the run; the survivors finish their hosts and end', {
+  timeout: 180_000,
+}, async () => {
+  const members = ['n1', 'n2', 'n3'];
+  const victim = 'n3';
+  const fast = await sitesCovering(members, ['n1', 'n2'], 10);
+  const [slow] = await sitesCovering(members, [victim], 300);
+  const c = await cluster('k', () => ({ SITES: [...fast, slow!].map((s) => s.url).join(','), PAUSED: '1' }));
+  const nodes: NodeProc[] = [];
+  for (const id of members) nodes.push(await c.start(id));
+  await until('3 live members, each API up', nodes, async () => {
+    if (!nodes.every((p) => /^api /m.test(p.stdout))) return undefined;
+    return (await nodesOf(nodes[0]!)).filter((n) => n.live).length === 3 ? true : undefined;
+  });
+  for (const p of nodes) expect((await callApi(p, API_KEY, '/control/resume', {})).status).toBe(200);
+  await until('the slow host partly crawled', nodes, async () =>
+    slow!.stats({ log: false }).requests >= 8 ? true : undefined,
+  );
+  const dead = nodes.find((p) => p.name === victim)!;
+  dead.child.kill('SIGKILL');
+  const killedAt = Date.now();
+  const survivors = nodes.filter((p) => p !== dead);
+  const reports = await Promise.all(survivors.map((p) => report(p, 120_000)));
+  const endedAfterMs = Date.now() - killedAt;
+  for (const r of reports) {
+    expect(r.exit.code, JSON.stringify(r)).toBe(0);
+    expect(r.summary.reason).toBe('idle');
+  }
+  // The survivors' hosts: complete, each page once.
+  for (const site of fast) {
+    expect(catalogPages(site), site.url).toBe(expectedPages);
+    for (const [p, n] of Object.entries(pathsOf(site))) expect(n, `${site.url}${p}`).toBe(1);
+  }
+  // The dead node's host: what it had queued was lost with it — nobody fetched it.
+  const slowPages = catalogPages(slow!);
+  expect(slowPages).toBeLessThan(expectedPages);
+  for (const id of ['n1', 'n2'])
+    expect(
+      await redis.hget(`${c.sinkKey}:pages:${id}`, hostOf(slow!)),
+      `${id} fetched the dead node's host`,
+    ).toBeNull();
+  process.stdout.write(
+    `[raft-partitioned] finite kill: survivors ended ${endedAfterMs} ms after the SIGKILL; the dead node's host stopped at ${slowPages}/${expectedPages} pages\n`,
+  );
 });
