@@ -14,6 +14,8 @@ export const MOCRA_ERROR_CODES = {
     'No start URL of a `mocra crawl` could be fetched (connection refused, DNS, timeout, TLS…); the crawl fails with exit code 1.',
   MOCRA_ERR_OUTPUT_RESUME:
     'A `--persist` run cannot resume its `--out` file: the file is missing or shorter than the interrupted run wrote, so lines already done would be lost; restore the file, or start afresh with a new persist directory.',
+  MOCRA_ERR_OUTPUT_EXISTS:
+    'A command would write a file that already exists (`mocra config migrate`); nothing was written: give `--force` to overwrite it, or another `-o <path>`.',
 } as const;
 
 export type MocraErrorCode = keyof typeof MOCRA_ERROR_CODES;
@@ -74,5 +76,15 @@ export class OutputResumeError extends MocraError {
       `cannot resume ${file}: ${found === 'missing' ? 'the file is gone' : 'the file is shorter'} than the interrupted run left it (${expectedBytes} bytes); its lines cannot be written again (their pages are done): restore the file, or start afresh with a new --persist directory`,
       { retryable: false },
     );
+  }
+}
+
+/** A command's output file exists and `--force` was not given. */
+export class OutputExistsError extends MocraError {
+  override readonly name = 'OutputExistsError';
+  constructor(readonly file: string) {
+    super('MOCRA_ERR_OUTPUT_EXISTS', `${file} exists; give --force to overwrite it, or another -o <path>`, {
+      retryable: false,
+    });
   }
 }

@@ -1,11 +1,13 @@
 /**
- * The `mocra` command line: `mocra crawl <url…>` and `mocra run <spider-file>`, with `--help`
+ * The `mocra` command line: `mocra crawl <url…>`, `mocra run <spider-file>`, `mocra store …` and
+ * `mocra config migrate <file>`, with `--help`
  * on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
  */
 
 import { createRequire } from 'node:module';
 import { isMocraError, LINK_SCOPES } from '@mocra/core';
 import { Command, CommanderError, Option } from 'commander';
+import { addConfigCommands } from './config-command.js';
 import { crawlCommand } from './crawl-command.js';
 import type { CliIo } from './execute.js';
 import { runCommand } from './run-command.js';
@@ -119,6 +121,7 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
     onExit(await runCommand(file, withGiven(flags, command), io));
   });
   addStoreCommands(program, io, onExit);
+  addConfigCommands(program, io, onExit);
   return program;
 }
 
