@@ -2,7 +2,7 @@
 // — the site is the fixture site instead of example.com, the database a schema of the test
 // Postgres — plus the file the page's books.ts example shows. The record fields and CSV columns
 // are checked against the page's own Records table, so the page and the CLI cannot drift apart.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import pg from 'pg';
@@ -75,16 +75,21 @@ describe('the commands of docs/cli.md', () => {
       'mocra create my-crawler',
       'mocra shell https://example.com/books/page/1',
       'mocra store migrate --url postgres://postgres@127.0.0.1:5432/crawl',
+      'mocra config migrate ./config.toml',
       'mocra --help',
       'mocra crawl --help',
       'mocra run --help',
       'mocra create --help',
       'mocra shell --help',
       'mocra store --help',
+      'mocra config migrate --help',
       'mocra crawl https://example.com/docs/ --scope prefix --max-pages 500 --out docs.csv',
       "mocra crawl https://example.com/ --include '/blog/**' --exclude '/blog/tag/**' --delay 1s",
       'mocra crawl https://example.com/ --persist ./state --out pages.jsonl',
       'mocra create my-crawler',
+      'mocra config migrate ./config.toml',
+      'mocra config migrate ./config.toml -o deploy/mocra.toml --force',
+      'mocra config migrate ./config.toml -o -',
     ]);
   });
 
@@ -93,6 +98,14 @@ describe('the commands of docs/cli.md', () => {
     // Each example of `mocra create` starts in a directory of its own, as a reader's would.
     if (line.startsWith('mocra create ') && !line.includes('--help')) {
       rmSync(path.join(cwd, 'my-crawler'), { recursive: true, force: true });
+    }
+    // The reader's ./config.toml is a Rust mocra config; each example starts with no mocra.toml.
+    if (line.startsWith('mocra config migrate ./config.toml')) {
+      copyFileSync(
+        path.join(import.meta.dirname, '../fixtures/rust-config/full.toml'),
+        path.join(cwd, 'config.toml'),
+      );
+      rmSync(path.join(cwd, 'mocra.toml'), { force: true });
     }
     const args = localise(argv(line));
     // A test's stderr is no terminal: progress lines would only pad the output checked below.
@@ -118,6 +131,12 @@ describe('the commands of docs/cli.md', () => {
     } else if (line.startsWith('mocra create ')) {
       expect(r.stdout).toContain('cd my-crawler');
       expect(readFileSync(path.join(cwd, 'my-crawler/src/spider.ts'), 'utf8')).toContain('defineSpider');
+    } else if (line.startsWith('mocra config migrate')) {
+      const written = line.endsWith('-o -')
+        ? r.stdout
+        : readFileSync(path.join(cwd, line.includes('deploy/') ? 'deploy/mocra.toml' : 'mocra.toml'), 'utf8');
+      expect(written).toMatch(/^name = /m);
+      expect(r.stderr + r.stdout).toMatch(/\d+ keys carried over/);
     } else if (line.startsWith('mocra shell ')) {
       // Standard input is empty here: the page is fetched, then the REPL ends with its input.
       expect(r.stdout).toMatch(/\[mocra\] 200 http:\/\/127\.0\.0\.1:\d+\/books\/page\/1 /);
