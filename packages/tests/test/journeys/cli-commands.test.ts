@@ -106,6 +106,9 @@ describe('the commands of docs/cli.md', () => {
         path.join(cwd, 'config.toml'),
       );
       rmSync(path.join(cwd, 'mocra.toml'), { force: true });
+      // The `-o deploy/mocra.toml` example writes into the reader's deploy/ directory (the
+      // command does not create directories).
+      mkdirSync(path.join(cwd, 'deploy'), { recursive: true });
     }
     const args = localise(argv(line));
     // A test's stderr is no terminal: progress lines would only pad the output checked below.
