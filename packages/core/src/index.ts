@@ -313,6 +313,7 @@ export type {
   HandlerResult,
   LocalDeliveryFields,
   PersistLock,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,

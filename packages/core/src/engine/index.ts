@@ -4,6 +4,7 @@ export type {
   EngineState,
   EngineStats,
   EngineTopicOptions,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageStats,
