@@ -305,6 +305,7 @@ export type {
 } from './engine/dead-letters.js';
 export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
 export type {
+  EngineCounters,
   EngineCronOptions,
   EngineOptions,
   EngineState,

@@ -82,7 +82,13 @@ import { downloadStage } from './stages/download-stage.js';
 import { errorStage, reportStageFailure } from './stages/error-stage.js';
 import { followUpStage } from './stages/follow-up-stage.js';
 import { parseStage } from './stages/parse-stage.js';
-import { describeDelivery, type EngineTopics, keyOf, type StageEnv } from './stages/stage-env.js';
+import {
+  describeDelivery,
+  type EngineCounters,
+  type EngineTopics,
+  keyOf,
+  type StageEnv,
+} from './stages/stage-env.js';
 import { taskStage } from './stages/task-stage.js';
 
 /** Handlers per stage. */
@@ -262,7 +268,7 @@ export interface StageStats {
   paused: boolean;
 }
 
-export interface EngineStats {
+export interface EngineStats extends EngineCounters {
   runId: string;
   state: EngineState;
   paused: boolean;
@@ -270,19 +276,6 @@ export interface EngineStats {
   startedAt: number | undefined;
   uptimeMs: number;
   stages: Record<StageName, StageStats>;
-  /** Responses downloaded (any status), retried attempts excluded. */
-  pages: number;
-  /** Items written to sinks. */
-  items: number;
-  /** Body bytes downloaded (after decompression). */
-  bytes: number;
-  /** Failures reported (each retry attempt counts). */
-  errors: number;
-  retries: number;
-  /** Failures given up on (in the error topic's DLQ). */
-  deadLettered: number;
-  /** Requests the download gate refused for good. */
-  dropped: number;
   errorsByCode: Record<string, number>;
   frontier: FrontierStats;
   /** Modules: hand-offs, advance-gate and join firings, stops, work dropped after a stop or by middleware. */
@@ -345,7 +338,15 @@ export class Engine {
   #resolveRun: ((summary: RunSummary) => void) | undefined;
   #signalCount = 0;
   #removeSignalHandlers: (() => void) | undefined;
-  readonly #counters = { pages: 0, items: 0, bytes: 0, errors: 0, retries: 0, deadLettered: 0, dropped: 0 };
+  readonly #counters: EngineCounters = {
+    pages: 0,
+    items: 0,
+    bytes: 0,
+    errors: 0,
+    retries: 0,
+    deadLettered: 0,
+    dropped: 0,
+  };
   readonly #errorsByCode = new Map<string, number>();
   readonly #errorDigest = new ErrorDigest();
 

@@ -17,3 +17,4 @@ export type { PersistLock } from './persistence.js';
 export { lockPersistDir } from './persistence.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';
+export type { EngineCounters } from './stages/stage-env.js';

@@ -36,14 +36,20 @@ export interface EngineTopics {
   error: LeaseQueue<ErrorEvent>;
 }
 
-/** The run's totals (EngineStats). */
+/** The run's totals (part of EngineStats and the run summary). */
 export interface EngineCounters {
+  /** Responses downloaded (any status), retried attempts excluded. */
   pages: number;
+  /** Items written to sinks. */
   items: number;
+  /** Body bytes downloaded (after decompression). */
   bytes: number;
+  /** Failures reported (each retry attempt counts). */
   errors: number;
   retries: number;
+  /** Failures given up on (in the error topic's DLQ). */
   deadLettered: number;
+  /** Requests the download gate refused for good. */
   dropped: number;
 }
 
