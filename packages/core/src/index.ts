@@ -316,6 +316,7 @@ export type {
 } from './engine/dead-letters.js';
 export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
 export type {
+  EngineCounters,
   EngineCronOptions,
   EngineOptions,
   EngineRouter,
@@ -326,6 +327,7 @@ export type {
   HandlerResult,
   LocalDeliveryFields,
   PersistLock,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,
