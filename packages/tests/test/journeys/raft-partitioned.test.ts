@@ -164,7 +164,7 @@ test('3 Raft nodes without a queue service crawl 3 hosts: each page once, each h
 });
 
 test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its queued work waits for its restart on persist, which resumes it', {
-  timeout: 240_000,
+  timeout: 360_000,
 }, async () => {
   const three = ['n1', 'n2', 'n3'];
   const four = ['n1', 'n2', 'n3', 'n4'];
