@@ -47,8 +47,9 @@ function hostOwnedBy(owner: string): string {
 }
 
 function accountOwnedBy(owner: string): string {
-  for (let i = 0; ; i++)
+  for (let i = 0; i < 1_000; i++)
     if (rendezvousOwner(accountPartitionKey(`acc${i}`), MEMBERS) === owner) return `acc${i}`;
+  throw new Error(`no account for ${owner}`);
 }
 
 const claimed = (url: string) =>
