@@ -28,6 +28,11 @@
  *
  * Cron jobs fire on the owner of their key's partition (cluster/cron-ownership.ts); times a dead
  * owner left unfired are fired late by the new owner, once.
+ *
+ * With no queue URL and an open Raft coordination the cluster is *partitioned*: no shared queue,
+ * dedup or budget — each engine keeps its own — and a {@link PartitionRouter} on the engine sends
+ * each task and entry request to the node that owns its account or host, over the Raft nodes'
+ * transport (distributed/partition-router.ts). Seeding, completion and cron are the same as above.
  */
 import { hostname } from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
