@@ -24,8 +24,8 @@ import type { Logger } from '../../observability/logger.js';
 import type { FailurePolicy, PolicyDecision, WorkScope } from '../../policy/types.js';
 import type { Delivery, LeaseQueue } from '../../queue/types.js';
 import type { EngineStore } from '../../store/engine-store.js';
-import type { LocalDelivery } from '../local-delivery.js';
 import type { EngineRouter } from '../engine.js';
+import type { LocalDelivery } from '../local-delivery.js';
 import type { RecoveryJournal } from '../persistence.js';
 import { policyFieldsOf } from '../recovery.js';
 
