@@ -9,7 +9,16 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { connectDistributed, createEngine, type Module, Request } from '../src/index.js';
+import {
+  BackendUnavailableError,
+  connectDistributed,
+  createEngine,
+  createRedisDeduplicator,
+  type Deduplicator,
+  type MarkSeenOptions,
+  type Module,
+  Request,
+} from '../src/index.js';
 import { connectRedis } from '../src/queue/redis-connection.js';
 import { startTestSite, type TestSite, TREE_PAGES } from './helpers/site.js';
 
@@ -27,7 +36,7 @@ afterAll(async () => {
 
 interface CuttingRelay {
   port: number;
-  /** Whether the matching command went through (and the connections were cut after it). */
+  /** Whether the matching command went through (the connections are cut once, after the first). */
   cut(): boolean;
   close(): Promise<void>;
 }
@@ -63,7 +72,7 @@ async function cuttingRelay(redisPort: number, match: RegExp, downMs: number): P
           upstream.write(chunk);
           const text = tail + chunk.toString('latin1');
           tail = text.slice(-256);
-          if (match.test(text)) void goDown();
+          if (!cut && match.test(text)) void goDown();
         });
         upstream.on('data', (chunk: Buffer) => {
           if (!frozen) client.write(chunk);
@@ -77,10 +86,10 @@ async function cuttingRelay(redisPort: number, match: RegExp, downMs: number): P
   const port = await listen(0);
   async function goDown(): Promise<void> {
     frozen = true;
+    cut = true;
     await sleep(100); // Redis has run the command; its reply is dropped
     for (const s of sockets) s.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    cut = true;
     await sleep(downMs);
     frozen = false;
     await listen(port);
@@ -176,3 +185,52 @@ for (const c of cases) {
     }
   }, 90_000);
 }
+
+test('a parse put back after its mark failed looks its marks up again, although this process met them as seen meanwhile', async () => {
+  const namespace = `rl${randomBytes(4).toString('hex')}`;
+  const open = () => createRedisDeduplicator({ url: REDIS_URL, namespace, scope: 'run' });
+  // `shared` is this process's; `server` does a mark as Redis would, its reply never reaching
+  // `shared` (nor its local cache).
+  const [shared, server] = await Promise.all([open(), open()]);
+  let failed = false;
+  // The first mark of a parse that finds new links is done, then (before its caller hears of
+  // it) the same links come up in another page of this process, which learns them as seen; the
+  // caller gets an outage.
+  const flaky: Deduplicator = {
+    async markSeen(fingerprints: readonly string[], options?: MarkSeenOptions) {
+      if (failed || !options?.claim?.endsWith('>parse')) return shared.markSeen(fingerprints, options);
+      const fresh = await server.markSeen(fingerprints, options);
+      if (!fresh.some(Boolean)) return fresh;
+      failed = true;
+      await shared.markSeen(fingerprints, { claim: 'another-page>parse' });
+      throw new BackendUnavailableError(
+        'the Redis deduplicator',
+        'marking fingerprints failed: connection lost',
+      );
+    },
+    releaseClaim: (claim) => shared.releaseClaim(claim),
+    size: () => shared.size(),
+    close: () => shared.close(),
+  };
+  try {
+    const paths: string[] = [];
+    const engine = createEngine({
+      logLevel: 'silent',
+      concurrency: 2,
+      frontier: { deduplicator: flaky },
+      retry: { baseDelayMs: 5, maxDelayMs: 20 },
+    });
+    engine.register(tree, {
+      write(item) {
+        paths.push(item.path);
+      },
+    });
+    const summary = await engine.run();
+    expect(failed).toBe(true);
+    expect(summary.reason).toBe('idle');
+    expect(new Set(paths).size).toBe(TREE_PAGES);
+  } finally {
+    await server.close();
+    await dropKeys(namespace);
+  }
+}, 60_000);

@@ -960,7 +960,9 @@ export class Engine {
    * `admission.claim` names the work being handled (admissionClaimOf): a shared deduplicator
    * re-admits what it marked if that work is delivered again (its handler died between marking
    * and publishing). For the same reason a failed publish of the admitted requests puts this
-   * same message back (nack), instead of a retry that would be a new message with another id.
+   * same message back (nack), instead of a retry that would be a new message with another id —
+   * and so does a failed mark: a broker that went away may have done the mark and lost only its
+   * reply, and a retry under another claim would then find every new link already seen.
    */
   async #admitAndPublish(
     requests: Request[],
@@ -968,9 +970,21 @@ export class Engine {
     admission: AdmissionClaim,
   ): Promise<HandlerResult> {
     if (requests.length === 0) return undefined;
-    const { admitted, invalid } = await this.frontier.admit(requests, admission);
+    let result: AdmissionResult;
+    try {
+      result = await this.frontier.admit(requests, admission);
+    } catch (err) {
+      return this.#putBack(err, stage, 'admitting requests');
+    }
     // Returned, not awaited (see #publishAdmitted).
-    return this.#publishAdmitted(admitted, invalid, stage, admission.claim);
+    return this.#publishAdmitted(result.admitted, result.invalid, stage, admission.claim);
+  }
+
+  /** A retryable failure of admission or its publish: the message being handled goes back as is. */
+  #putBack(err: unknown, stage: StageName, what: string): HandlerResult {
+    if (!(isMocraError(err) && err.retryable)) throw err;
+    this.log.warn({ err, stage }, `${what} failed; the message is put back`);
+    return { nack: { delayMs: 1_000, reason: err.message } };
   }
 
   /**
@@ -1003,11 +1017,7 @@ export class Engine {
           this.modules.onAdmitted(units);
           return undefined;
         },
-        (err: unknown): HandlerResult => {
-          if (!(isMocraError(err) && err.retryable)) throw err;
-          this.log.warn({ err, stage }, 'publishing admitted requests failed; the message is put back');
-          return { nack: { delayMs: 1_000, reason: err.message } };
-        },
+        (err: unknown): HandlerResult => this.#putBack(err, stage, 'publishing admitted requests'),
       );
     }
     if (invalid.length === 0) return published;
@@ -1154,6 +1164,7 @@ export class Engine {
         priority: delivery.priority,
         key: delivery.key,
         headers: parseClaimHeaders(delivery),
+        putBackHeaders: parseClaimHeaders(delivery, true),
       });
       if (this.#runners.get('parse')?.runHere(local)) return { settleAfter: local.settled };
     }
@@ -1902,12 +1913,15 @@ interface AdmissionClaim {
 
 /** Carried by a page from its download to its parse (see AdmissionClaim). */
 const PARSE_CLAIM_HEADER = 'mocra-parse-claim';
-/** Set on it when the request message had been delivered before. */
+/** Set on it when the claim may have marked before: the request message was delivered before, or this parse's put back. */
 const PARSE_CLAIM_REDELIVERED_HEADER = 'mocra-parse-claim-redelivered';
 
-function parseClaimHeaders(download: Delivery<unknown>): Record<string, string> {
+function parseClaimHeaders(
+  download: Delivery<unknown>,
+  redelivered = download.attempt > 1,
+): Record<string, string> {
   const headers: Record<string, string> = { [PARSE_CLAIM_HEADER]: `${download.id}>parse` };
-  if (download.attempt > 1) headers[PARSE_CLAIM_REDELIVERED_HEADER] = '1';
+  if (redelivered) headers[PARSE_CLAIM_REDELIVERED_HEADER] = '1';
   return headers;
 }
 
