@@ -366,6 +366,7 @@ export {
   ConnectionError,
   ContentDecodingError,
   CoordinationClosedError,
+  CoordinationDataLostError,
   CriticalError,
   DataFrameSchemaError,
   DataFrameWriteError,

@@ -52,6 +52,7 @@ import {
   HttpStatusError,
   InternalError,
   InvalidArgumentError,
+  isDataLost,
   isMocraError,
   type MocraError,
   ParseFailedError,
@@ -751,7 +752,7 @@ export class Engine {
    * came back without the crawl's data stops the run, which must not end as if it were done.
    */
   #onInternalError(stage: StageName, error: unknown, context: string): void {
-    if (isMocraError(error) && error.code === 'MOCRA_ERR_QUEUE_DATA_LOST') {
+    if (isDataLost(error)) {
       if (this.state !== 'running') return;
       this.log.error({ err: error, stage }, error.message);
       void this.#finish('critical');
