@@ -383,6 +383,7 @@ export {
   ConnectionError,
   ContentDecodingError,
   CoordinationClosedError,
+  CoordinationDataLostError,
   CriticalError,
   DataFrameSchemaError,
   DataFrameWriteError,

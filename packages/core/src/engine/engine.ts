@@ -41,7 +41,7 @@ import { DownloadRouter, type DownloadRouterOptions } from '../downloader/downlo
 import { HttpCache, type HttpCacheOptions } from '../downloader/http-cache.js';
 import { createHttpDownloader, type HttpDownloaderOptions } from '../downloader/http-downloader.js';
 import type { Downloader } from '../downloader/types.js';
-import { EngineStateError, InvalidArgumentError, isMocraError } from '../errors.js';
+import { EngineStateError, InvalidArgumentError, isDataLost, isMocraError } from '../errors.js';
 import { TieredDeduplicator } from '../frontier/dedup/tiered-deduplicator.js';
 import { Frontier, type FrontierOptions, type FrontierStats } from '../frontier/frontier.js';
 import type { MiddlewareManager } from '../middleware/manager.js';
@@ -820,7 +820,7 @@ export class Engine {
    * came back without the crawl's data stops the run, which must not end as if it were done.
    */
   #onInternalError(stage: StageName, error: unknown, context: string): void {
-    if (isMocraError(error) && error.code === 'MOCRA_ERR_QUEUE_DATA_LOST') {
+    if (isDataLost(error)) {
       if (this.state !== 'running') return;
       this.log.error({ err: error, stage }, error.message);
       void this.#finish('critical');

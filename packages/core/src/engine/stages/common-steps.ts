@@ -128,7 +128,9 @@ export function claimRequest(
  * `admission.claim` names the work being handled (admissionClaimOf): a shared deduplicator
  * re-admits what it marked if that work is delivered again (its handler died between marking
  * and publishing). For the same reason a failed publish of the admitted requests puts this
- * same message back (nack), instead of a retry that would be a new message with another id.
+ * same message back (nack), instead of a retry that would be a new message with another id —
+ * and so does a failed mark: a broker that went away may have done the mark and lost only its
+ * reply, and a retry under another claim would then find every new link already seen.
  */
 export async function admitAndPublish(
   env: StageEnv,
@@ -137,9 +139,21 @@ export async function admitAndPublish(
   admission: AdmissionClaim,
 ): Promise<HandlerResult> {
   if (requests.length === 0) return undefined;
-  const { admitted, invalid } = await env.frontier.admit(requests, admission);
+  let result: AdmissionResult;
+  try {
+    result = await env.frontier.admit(requests, admission);
+  } catch (err) {
+    return putBack(env, err, stage, 'admitting requests');
+  }
   // Returned, not awaited (see publishAdmitted).
-  return publishAdmitted(env, admitted, invalid, stage, admission.claim);
+  return publishAdmitted(env, result.admitted, result.invalid, stage, admission.claim);
+}
+
+/** A retryable failure of admission or its publish: the message being handled goes back as is. */
+function putBack(env: StageEnv, err: unknown, stage: StageName, what: string): HandlerResult {
+  if (!(isMocraError(err) && err.retryable)) throw err;
+  env.log.warn({ err, stage }, `${what} failed; the message is put back`);
+  return { nack: { delayMs: 1_000, reason: err.message } };
 }
 
 /**
@@ -173,11 +187,7 @@ function publishAdmitted(
         env.modules.onAdmitted(units);
         return undefined;
       },
-      (err: unknown): HandlerResult => {
-        if (!(isMocraError(err) && err.retryable)) throw err;
-        env.log.warn({ err, stage }, 'publishing admitted requests failed; the message is put back');
-        return { nack: { delayMs: 1_000, reason: err.message } };
-      },
+      (err: unknown): HandlerResult => putBack(env, err, stage, 'publishing admitted requests'),
     );
   }
   if (invalid.length === 0) return published;

@@ -142,6 +142,7 @@ export function downloadStage(env: StageEnv) {
           priority: delivery.priority,
           key: delivery.key,
           headers: parseClaimHeaders(delivery),
+          putBackHeaders: parseClaimHeaders(delivery, true),
         });
         if (parseHere(local)) return end({ settleAfter: local.settled });
       }

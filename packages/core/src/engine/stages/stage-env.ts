@@ -142,12 +142,15 @@ export interface AdmissionClaim {
 
 /** Carried by a page from its download to its parse (see AdmissionClaim). */
 const PARSE_CLAIM_HEADER = 'mocra-parse-claim';
-/** Set on it when the request message had been delivered before. */
+/** Set on it when the claim may have marked before: the request message was delivered before, or this parse's put back. */
 const PARSE_CLAIM_REDELIVERED_HEADER = 'mocra-parse-claim-redelivered';
 
-export function parseClaimHeaders(download: Delivery<unknown>): Record<string, string> {
+export function parseClaimHeaders(
+  download: Delivery<unknown>,
+  redelivered = download.attempt > 1,
+): Record<string, string> {
   const headers: Record<string, string> = { [PARSE_CLAIM_HEADER]: `${download.id}>parse` };
-  if (download.attempt > 1) headers[PARSE_CLAIM_REDELIVERED_HEADER] = '1';
+  if (redelivered) headers[PARSE_CLAIM_REDELIVERED_HEADER] = '1';
   return headers;
 }
 
