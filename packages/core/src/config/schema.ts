@@ -796,7 +796,7 @@ export const configKeyInfo: ConfigSchemas['configKeyInfo'] = builtOnFirstUse(() 
 export const moduleSettingsShape: ConfigSchemas['moduleSettingsShape'] = builtOnFirstUse(
   () => schemas().moduleSettingsShape,
 );
-/** One module-config layer: the typed keys of {@link moduleSettingsShape}, plus any JSON the user wants. */
+/** One module-config layer: the typed keys of `moduleSettingsShape`, plus any JSON the user wants. */
 export const moduleLayerSchema: ConfigSchemas['moduleLayerSchema'] = builtOnFirstUse(
   () => schemas().moduleLayerSchema,
 );
