@@ -25,7 +25,7 @@
  */
 import { LeaseExpiredError, QueueClosedError } from '../errors.js';
 import { publishBackpressure, publishDeadLetter } from './channels.js';
-import { matchesDeadLetterFilter, pageOf } from './dead-letter-filter.js';
+import { matchesDeadLetterFilter, pageOfLetters } from './dead-letter-filter.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
 import { EarliestDeadlineTimer, MAX_TIMER_MS } from './timing.js';
@@ -946,11 +946,8 @@ class TableDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const all = (await this.#table.letters())
-      .sort((a, b) => a.seq - b.seq)
-      .map(({ letter }) => letter)
-      .filter((letter) => matchesDeadLetterFilter(letter, options.filter));
-    return pageOf(all, options.offset, options.limit);
+    const all = (await this.#table.letters()).sort((a, b) => a.seq - b.seq).map(({ letter }) => letter);
+    return pageOfLetters(all, options);
   }
 
   get(id: string): Promise<DeadLetter<T> | undefined> {

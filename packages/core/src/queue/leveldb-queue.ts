@@ -74,7 +74,7 @@ import {
   writeSeq,
 } from './leveldb-keys.js';
 import { type OpenedStore, openStore } from './leveldb-store.js';
-import { resolveTopicOptions } from './topic-options.js';
+import { TopicRegistry } from './topic-options.js';
 import type { DeadLetter, LeaseQueue, PublishMessage, QueueBackend, TopicOptions } from './types.js';
 
 export interface LevelQueueBackendOptions {
@@ -183,12 +183,10 @@ export class LevelQueueBackend implements QueueBackend {
   readonly #format: number;
   readonly #compressThreshold: number;
   readonly #dir: string | undefined;
-  readonly #defaults: TopicOptions;
-  readonly #topics = new Map<string, { table: LeaseTable<unknown>; storage: LevelStorage<unknown> }>();
+  readonly #topics: TopicRegistry<{ table: LeaseTable<unknown>; storage: LevelStorage<unknown> }>;
   #store: Promise<OpenedStore> | undefined;
   #opened: OpenedStore | undefined;
   #writer: BatchWriter | undefined;
-  #closed = false;
 
   constructor(options: LevelQueueBackendOptions = {}) {
     this.namespace = options.namespace ?? 'mocra';
@@ -218,7 +216,17 @@ export class LevelQueueBackend implements QueueBackend {
     // the codec's framing (checked before any state changes, compressible, readable by tools).
     this.inlinePayloads =
       !this.persist && this.#format === FORMAT_MSGPACK && options.codec?.compressThresholdBytes === undefined;
-    this.#defaults = options.topicDefaults ?? {};
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => {
+        const storage = new LevelStorage<unknown>(this, name);
+        return {
+          table: new LeaseTable<unknown>({ name, options: resolved, now: this.now, storage }),
+          storage,
+        };
+      },
+      { brokerNames: false },
+    );
   }
 
   /** The store's directory, once one is open. */
@@ -238,7 +246,7 @@ export class LevelQueueBackend implements QueueBackend {
 
   /** The store, opened on first use. */
   store(): Promise<OpenedStore> {
-    if (this.#closed) return Promise.reject(new QueueClosedError(this.namespace));
+    if (this.closed) return Promise.reject(new QueueClosedError(this.namespace));
     this.#store ??= openStore({
       ...(this.#dir === undefined ? {} : { dir: this.#dir }),
       tempPrefix: 'mocra-queue-',
@@ -262,20 +270,7 @@ export class LevelQueueBackend implements QueueBackend {
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      const storage = new LevelStorage<unknown>(this, name);
-      const table = new LeaseTable<unknown>({
-        name,
-        options: resolveTopicOptions(name, this.#defaults, options),
-        now: this.now,
-        storage,
-      });
-      topic = { table, storage };
-      this.#topics.set(name, topic);
-    }
-    return topic.table as LeaseQueue<T>;
+    return this.#topics.get(name, options).table as LeaseQueue<T>;
   }
 
   /**
@@ -283,25 +278,24 @@ export class LevelQueueBackend implements QueueBackend {
    * handling): it waits on disk and is decoded when read back.
    */
   async injectRaw(topic: string, bytes: Uint8Array): Promise<void> {
-    this.topic(topic);
-    const { table, storage } = this.#topics.get(topic)!;
+    const { table, storage } = this.#topics.get(topic);
     await storage.injectRaw(table, bytes);
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const { table } of this.#topics.values()) table.close();
+    const topics = this.#topics.close();
+    if (!topics) return;
+    for (const { table } of topics) table.close();
     const store = this.#store ? await this.#store.catch(() => undefined) : undefined;
     if (store) {
       await this.#writer?.idle().catch(() => {});
-      for (const { table } of this.#topics.values()) await table.idle();
+      for (const { table } of topics) await table.idle();
       await store.close();
     }
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#topics.closed;
   }
 
   /** Synchronous payload encoding in the queue codec's wire format (see codec.ts). */
