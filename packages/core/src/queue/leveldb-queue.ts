@@ -55,6 +55,7 @@ import {
 } from './codec.js';
 import {
   EMPTY_HEADERS,
+  entryId,
   type Lane,
   LeaseTable,
   type LetterStore,
@@ -126,8 +127,8 @@ const localPackr = lazyPackr({ structures: [], mapsAsObjects: true });
 
 /** A message as stored on disk. */
 interface Envelope {
-  /** message id */
-  i: string;
+  /** message id; absent: `<topic>:<seq of the key, base 36>` (spill-only records) */
+  i?: string;
   k?: string;
   p: number;
   h?: Record<string, string>;
@@ -435,12 +436,11 @@ class LevelStorage<T> implements TableStorage<T> {
    * bytes the size check already produced).
    */
   putRecord(entry: TableEntry<T>, kind: 'm' | 't', ops: StorageOp[], bytes?: Uint8Array): void {
-    const envelope: Envelope = {
-      i: entry.id,
-      p: entry.priority,
-      t: entry.publishedAt,
-      a: entry.attempt,
-    };
+    const envelope: Envelope = { p: entry.priority, t: entry.publishedAt, a: entry.attempt };
+    // A spill-only record under the seq of its id leaves the id out (it is rebuilt from the key).
+    if (this.persist || entry.foreignId !== undefined || entry.idSeq !== entry.seq) {
+      envelope.i = entryId(this.#name, entry);
+    }
     if (bytes === undefined && this.#backend.inlinePayloads) envelope.v = entry.payload;
     else envelope.b = bytes ?? this.#backend.encodePayload(entry.payload, this.#name);
     if (entry.key !== undefined) envelope.k = entry.key;
@@ -517,7 +517,7 @@ class LevelStorage<T> implements TableStorage<T> {
         break;
       }
       const ops: StorageOp[] = [];
-      const poison: { envelope: Envelope | undefined; raw: Uint8Array; error: unknown }[] = [];
+      const poison: { seq: number; envelope: Envelope | undefined; raw: Uint8Array; error: unknown }[] = [];
       for (const [key, value] of rows) {
         const seq = readSeq(key, key.length - 8);
         lane.cursor = seq + 1;
@@ -530,10 +530,10 @@ class LevelStorage<T> implements TableStorage<T> {
         } catch (error) {
           table.countReady(-1);
           if (this.persist) ops.push({ type: 'del', key });
-          poison.push({ envelope, raw: envelope?.b ?? value, error });
+          poison.push({ seq, envelope, raw: envelope?.b ?? value, error });
         }
       }
-      for (const p of poison) this.#poisonToDlq(table, p.envelope, p.raw, p.error, ops);
+      for (const p of poison) this.#poisonToDlq(table, p.seq, p.envelope, p.raw, p.error, ops);
       if (ops.length > 0) await this.write(ops);
       table.serveWaiters();
     }
@@ -543,7 +543,8 @@ class LevelStorage<T> implements TableStorage<T> {
     const recovered = this.#recoveredAttempts.get(seq);
     if (recovered !== undefined) this.#recoveredAttempts.delete(seq);
     return {
-      id: envelope.i,
+      idSeq: seq,
+      foreignId: envelope.i,
       seq,
       payload,
       key: envelope.k,
@@ -561,12 +562,13 @@ class LevelStorage<T> implements TableStorage<T> {
 
   #poisonToDlq(
     table: LeaseTable<T>,
+    seq: number,
     envelope: Envelope | undefined,
     raw: Uint8Array,
     error: unknown,
     ops: StorageOp[],
   ): void {
-    const messageId = envelope?.i ?? `${this.#name}:poison`;
+    const messageId = envelope ? (envelope.i ?? `${this.#name}:${seq.toString(36)}`) : `${this.#name}:poison`;
     const message = error instanceof Error ? error.message : String(error);
     publishPoison({ backend: this.kind, topic: this.#name, messageId, error });
     const decodeError = error instanceof QueueDecodeError ? error : new QueueDecodeError(this.#name, message);
@@ -650,7 +652,7 @@ class LevelStorage<T> implements TableStorage<T> {
         table.toDelayed(this.#entryOf(envelope, seq, await this.#payloadOf(envelope), 't'));
       } catch (error) {
         ops.push({ type: 'del', key });
-        this.#poisonToDlq(table, envelope, envelope?.b ?? value, error, ops);
+        this.#poisonToDlq(table, seq, envelope, envelope?.b ?? value, error, ops);
       }
     }
     const letters = this.letters as LevelLetters<T>;
