@@ -183,6 +183,7 @@ export type {
   ClusterRunOptions,
   DistributedOptions,
   ForwardBody,
+  ForwardMessage,
   MemberActivity,
   NatsDeduplicatorOptions,
   PartitionRouterOptions,
@@ -200,6 +201,7 @@ export {
   createRedisHostBudget,
   DistributedRuntime,
   dedupKeyBytes,
+  forwardChannel,
   hostPartitionKey,
   NatsDeduplicator,
   natsDedupBucket,
@@ -316,6 +318,7 @@ export type {
 } from './engine/dead-letters.js';
 export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
 export type {
+  EngineCounters,
   EngineCronOptions,
   EngineOptions,
   EngineRouter,
@@ -326,6 +329,7 @@ export type {
   HandlerResult,
   LocalDeliveryFields,
   PersistLock,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,
@@ -379,6 +383,7 @@ export {
   ConnectionError,
   ContentDecodingError,
   CoordinationClosedError,
+  CoordinationDataLostError,
   CriticalError,
   DataFrameSchemaError,
   DataFrameWriteError,

@@ -52,6 +52,7 @@ import {
   redactUrl,
   redisFailure,
   str,
+  watchEpoch,
 } from './redis-connection.js';
 import { createIdGenerator, sleep } from './timing.js';
 import { assertQueueName, checkConsume, checkPublish, TopicRegistry } from './topic-options.js';
@@ -396,12 +397,7 @@ export async function createRedisQueueBackend(
     ...(options.redisOptions ? { redisOptions: options.redisOptions } : {}),
   });
   const backend = new RedisStreamsBackend(client, namespace, codec, maxPayloadBytes, options);
-  try {
-    await backend.watchEpoch(url);
-  } catch (err) {
-    client.disconnect();
-    throw redisFailure(FEATURE, 'writing the epoch marker', err);
-  }
+  await backend.watchEpoch(url);
   return backend;
 }
 
@@ -448,32 +444,16 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   }
 
   /**
-   * A Redis that restarts without persistence (or is flushed) comes back empty: every queued
-   * message, lease and group of the crawl is gone, and the workers would wait forever on empty
-   * topics or end as if the crawl were done. So the namespace holds an epoch marker, written
-   * once; after every reconnect it is read again, and if it is missing or another the backend
-   * refuses all further work with QueueDataLostError (the engine stops on it). A restart that
-   * kept the data (AOF, RDB) keeps the marker too, and the crawl goes on.
+   * Without its data (a restart without persistence, a flush) the workers would wait forever on
+   * empty topics or end as if the crawl were done: once the namespace's epoch marker is gone
+   * after a reconnect (see watchEpoch), the backend refuses all further work with
+   * QueueDataLostError, and the engine stops on it.
    */
-  async watchEpoch(url: string): Promise<void> {
-    const key = `${this.#keyPrefix}{${this.namespace}}:epoch`;
-    const mine = `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`;
-    await this.#client.set(key, mine, 'NX');
-    const epoch = await this.#client.get(key);
-    this.#client.on('ready', () => {
-      this.#client.get(key).then(
-        (now) => {
-          if (now === epoch || this.closed || this.#lost !== undefined) return;
-          this.#lost = new QueueDataLostError(FEATURE, redactUrl(url));
-          publishConnection({
-            backend: FEATURE,
-            server: redactUrl(url),
-            state: 'emptied',
-            error: this.#lost,
-          });
-        },
-        () => undefined, // asked again on the next reconnect; commands fail meanwhile anyway
-      );
+  watchEpoch(url: string): Promise<void> {
+    return watchEpoch(this.#client, FEATURE, `${this.#keyPrefix}{${this.namespace}}:epoch`, () => {
+      if (this.closed) return;
+      this.#lost = new QueueDataLostError(FEATURE, redactUrl(url));
+      publishConnection({ backend: FEATURE, server: redactUrl(url), state: 'emptied', error: this.#lost });
     });
   }
 

@@ -72,19 +72,28 @@ describe('the commands of docs/cli.md', () => {
     expect(commands).toEqual([
       'mocra crawl https://example.com/ --out pages.jsonl',
       'mocra run ./spiders/books.ts --out books.jsonl',
+      'mocra create my-crawler',
+      'mocra shell https://example.com/books/page/1',
       'mocra store migrate --url postgres://postgres@127.0.0.1:5432/crawl',
       'mocra --help',
       'mocra crawl --help',
       'mocra run --help',
+      'mocra create --help',
+      'mocra shell --help',
       'mocra store --help',
       'mocra crawl https://example.com/docs/ --scope prefix --max-pages 500 --out docs.csv',
       "mocra crawl https://example.com/ --include '/blog/**' --exclude '/blog/tag/**' --delay 1s",
       'mocra crawl https://example.com/ --persist ./state --out pages.jsonl',
+      'mocra create my-crawler',
     ]);
   });
 
   test.each(documentedCommands())('%s', async (line) => {
     if (line.startsWith('mocra run ./spiders/books.ts')) writeBooksSpider();
+    // Each example of `mocra create` starts in a directory of its own, as a reader's would.
+    if (line.startsWith('mocra create ') && !line.includes('--help')) {
+      rmSync(path.join(cwd, 'my-crawler'), { recursive: true, force: true });
+    }
     const args = localise(argv(line));
     // A test's stderr is no terminal: progress lines would only pad the output checked below.
     const quiet = ['crawl', 'run'].includes(args[0]!) && !args.includes('--help') ? ['--no-progress'] : [];
@@ -106,6 +115,12 @@ describe('the commands of docs/cli.md', () => {
       const books = readJsonl<{ title: string }>(path.join(cwd, 'books.jsonl'));
       expect(books.length).toBeGreaterThan(20);
       expect(books.every((b) => b.title !== '')).toBe(true);
+    } else if (line.startsWith('mocra create ')) {
+      expect(r.stdout).toContain('cd my-crawler');
+      expect(readFileSync(path.join(cwd, 'my-crawler/src/spider.ts'), 'utf8')).toContain('defineSpider');
+    } else if (line.startsWith('mocra shell ')) {
+      // Standard input is empty here: the page is fetched, then the REPL ends with its input.
+      expect(r.stdout).toMatch(/\[mocra\] 200 http:\/\/127\.0\.0\.1:\d+\/books\/page\/1 /);
     } else if (line.includes('store migrate')) {
       expect(r.stdout).toMatch(/applied 1 /);
     } else if (line.includes('--include')) {
