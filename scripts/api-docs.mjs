@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Builds the API reference with TypeDoc (typedoc.json: one module per public package, written to
-// site/api/) and checks what it built: typedoc.json lists exactly the public packages, and each
-// of them got its page with its exports on it. TypeDoc itself fails on any warning (a broken
+// site/api/; a package's own typedoc.json lists its subpath entry points) and checks what it
+// built: typedoc.json lists exactly the public packages, each got its page, one module page per
+// entry point of its package.json exports (`./internal` has no semver promise and no page), and
+// every export listed has a page of its own. TypeDoc itself fails on any warning (a broken
 // {@link}, a bad tag); types that public signatures use without exporting them are not warned
 // about (the notExported check is off: many are internal on purpose).
 //
@@ -45,7 +47,8 @@ if (run.status !== 0) fail([`typedoc exited with ${run.status ?? run.signal}`]);
 
 const counts = [];
 for (const d of publicPackages) {
-  const { name } = JSON.parse(fs.readFileSync(path.join(root, d, 'package.json'), 'utf8'));
+  const manifest = JSON.parse(fs.readFileSync(path.join(root, d, 'package.json'), 'utf8'));
+  const { name } = manifest;
   const page = pageOf(name);
   if (!fs.existsSync(page)) {
     problems.push(`${name}: no page at ${path.relative(root, page)}`);
@@ -54,21 +57,38 @@ for (const d of publicPackages) {
   const html = fs.readFileSync(page, 'utf8');
   if (!html.includes(`<title>${name} |`))
     problems.push(`${name}: ${path.relative(root, page)} is not its page`);
+  // A package with several entry points (its subpaths) has one module page per entry point.
+  const slug = path.basename(page, '.html');
+  const children = [...new Set([...html.matchAll(/href="([^"#/]+\.html)"/g)].map((m) => m[1]))].filter((f) =>
+    f.startsWith(`${slug}.`),
+  );
+  const subpaths = Object.keys(manifest.exports ?? {}).filter(
+    (k) => k !== './package.json' && k !== './internal',
+  );
+  if (subpaths.length > 1 && children.length !== subpaths.length) {
+    problems.push(
+      `${name}: ${subpaths.length} entry points in package.json exports (${subpaths.join(', ')}) but ${children.length} module pages; list them in ${d}/typedoc.json`,
+    );
+  }
   // Its exports: each listed with a page of its own. None means a wrong entry point.
-  const links = [
-    ...new Set(
-      [
-        ...html.matchAll(
-          /href="\.\.\/((?:classes|enums|functions|interfaces|types|variables)\/[^"#]+\.html)/g,
-        ),
-      ].map((m) => m[1]),
-    ),
-  ];
-  if (links.length === 0) problems.push(`${name}: its page lists no exports`);
-  for (const link of links.filter((l) => !fs.existsSync(path.join(out, l)))) {
+  const links = new Set();
+  for (const file of [page, ...children.map((c) => path.join(path.dirname(page), c))]) {
+    if (!fs.existsSync(file)) {
+      problems.push(`${name}: ${path.relative(root, file)} was not written`);
+      continue;
+    }
+    const text = fs.readFileSync(file, 'utf8');
+    for (const m of text.matchAll(
+      /href="\.\.\/((?:classes|enums|functions|interfaces|types|variables)\/[^"#]+\.html)/g,
+    )) {
+      links.add(m[1]);
+    }
+  }
+  if (links.size === 0) problems.push(`${name}: its page lists no exports`);
+  for (const link of [...links].filter((l) => !fs.existsSync(path.join(out, l)))) {
     problems.push(`${name}: its page links to ${link}, which was not written`);
   }
-  counts.push(`${name} ${links.length}`);
+  counts.push(`${name} ${links.size}`);
 }
 if (problems.length > 0) fail(problems);
 console.log(

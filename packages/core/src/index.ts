@@ -1,5 +1,9 @@
-// Public entry of @mocra/core. Each folder names what it exports; this file lists them
-// explicitly (no `export *`) so the public surface is reviewed, not accidental.
+/**
+ * Public entry of @mocra/core. Each folder names what it exports; this file lists them
+ * explicitly (no `export *`) so the public surface is reviewed, not accidental.
+ *
+ * @module @mocra/core
+ */
 
 // The control API (fastify, its schemas and the dashboard) is the subpath @mocra/core/api; the
 // root names only what a program needs to start it, and loads the rest on that first call.
