@@ -4,10 +4,11 @@
 // are checked against the page's own Records table, so the page and the CLI cannot drift apart.
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { resolveConfig } from '@mocra/core';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { assertBuilt, mocra, REPO, readCsv, readJsonl, tempDir } from './harness.js';
+import { assertBuilt, FIXTURES, mocra, REPO, readCsv, readJsonl, tempDir } from './harness.js';
 
 const PG = 'postgres://postgres@127.0.0.1:5432/test';
 const DOC = readFileSync(path.join(REPO, 'docs/cli.md'), 'utf8');
@@ -75,7 +76,7 @@ describe('the commands of docs/cli.md', () => {
       'mocra create my-crawler',
       'mocra shell https://example.com/books/page/1',
       'mocra store migrate --url postgres://postgres@127.0.0.1:5432/crawl',
-      'mocra config migrate ./config.toml',
+      'mocra config migrate ./rust/config.toml',
       'mocra --help',
       'mocra crawl --help',
       'mocra run --help',
@@ -99,17 +100,7 @@ describe('the commands of docs/cli.md', () => {
     if (line.startsWith('mocra create ') && !line.includes('--help')) {
       rmSync(path.join(cwd, 'my-crawler'), { recursive: true, force: true });
     }
-    // The reader's ./config.toml is a Rust mocra config; each example starts with no mocra.toml.
-    if (line.startsWith('mocra config migrate ./config.toml')) {
-      copyFileSync(
-        path.join(import.meta.dirname, '../fixtures/rust-config/full.toml'),
-        path.join(cwd, 'config.toml'),
-      );
-      rmSync(path.join(cwd, 'mocra.toml'), { force: true });
-      // The `-o deploy/mocra.toml` example writes into the reader's deploy/ directory (the
-      // command does not create directories).
-      mkdirSync(path.join(cwd, 'deploy'), { recursive: true });
-    }
+    if (line.startsWith('mocra config migrate ./')) writeRustConfig(argv(line)[2]!);
     const args = localise(argv(line));
     // A test's stderr is no terminal: progress lines would only pad the output checked below.
     const quiet = ['crawl', 'run'].includes(args[0]!) && !args.includes('--help') ? ['--no-progress'] : [];
@@ -134,17 +125,19 @@ describe('the commands of docs/cli.md', () => {
     } else if (line.startsWith('mocra create ')) {
       expect(r.stdout).toContain('cd my-crawler');
       expect(readFileSync(path.join(cwd, 'my-crawler/src/spider.ts'), 'utf8')).toContain('defineSpider');
-    } else if (line.startsWith('mocra config migrate')) {
-      const written = line.endsWith('-o -')
-        ? r.stdout
-        : readFileSync(path.join(cwd, line.includes('deploy/') ? 'deploy/mocra.toml' : 'mocra.toml'), 'utf8');
-      expect(written).toMatch(/^name = /m);
-      expect(r.stderr + r.stdout).toMatch(/\d+ keys carried over/);
     } else if (line.startsWith('mocra shell ')) {
       // Standard input is empty here: the page is fetched, then the REPL ends with its input.
       expect(r.stdout).toMatch(/\[mocra\] 200 http:\/\/127\.0\.0\.1:\d+\/books\/page\/1 /);
     } else if (line.includes('store migrate')) {
       expect(r.stdout).toMatch(/applied 1 /);
+    } else if (line.includes('config migrate')) {
+      const written = args.includes('-o')
+        ? args[args.indexOf('-o') + 1]!
+        : path.join(path.dirname(args[2]!), 'mocra.toml');
+      const toml = written === '-' ? r.stdout : readFileSync(path.join(cwd, written), 'utf8');
+      expect(toml).toMatch(/^# mocra\.toml, migrated from config\.toml/);
+      expect(resolveConfig({ toml, env: false }).name).toBe('shop-crawler');
+      expect(written === '-' ? r.stderr : r.stdout).toMatch(/\d+ keys carried over, \d+ not\n/);
     } else if (line.includes('--include')) {
       expect(r.stderr).toMatch(/pages {5}1 /); // the home page links to no /blog/ page
     }
@@ -161,6 +154,13 @@ describe('the commands of docs/cli.md', () => {
     expect(site.stats().requests).toBe(0);
   });
 });
+
+/** A Rust mocra config.toml where a line of the page expects one (and the `-o` directory). */
+function writeRustConfig(file: string): void {
+  mkdirSync(path.join(cwd, path.dirname(file)), { recursive: true });
+  mkdirSync(path.join(cwd, 'deploy'), { recursive: true });
+  copyFileSync(path.join(FIXTURES, 'rust-config/full.toml'), path.join(cwd, file));
+}
 
 /** docs/cli.md's books.ts, as a reader would save it, pointed at the fixture site. */
 function writeBooksSpider(): void {
