@@ -1,7 +1,7 @@
 // `mocra run <spider-file>` end to end: a TypeScript spider module loaded through tsx, its items
 // written as JSON Lines, the runtime flags applied; a file with no spider fails clearly.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { catalogBooks, type FixtureSite, startFixtureSite } from '@mocra/testkit';
@@ -82,4 +82,34 @@ test('a file without a spider, or no file at all: exit 1 with MOCRA_ERR_SPIDER_L
   const missing = await mocra('run', path.join(tmp, 'nope.ts'));
   expect(missing.code).toBe(1);
   expect(missing.stderr).toMatch(/no such file.*MOCRA_ERR_SPIDER_LOAD/);
+}, 60_000);
+
+test('-H and --user-agent are sent with every request of the spider', async () => {
+  const file = path.join(tmp, 'echo-spider.ts');
+  writeFileSync(
+    file,
+    `import { defineSpider } from 'mocra';
+export default defineSpider({
+  name: 'echo',
+  startUrls: [\`\${process.env.MOCRA_TEST_SITE}/echo\`],
+  parse(res, cx) {
+    const { headers } = res.json() as { headers: Record<string, string> };
+    cx.emit({ demo: headers['x-demo'], accept: headers['accept-language'], ua: headers['user-agent'] });
+  },
+});
+`,
+  );
+  const r = await mocra(
+    'run',
+    file,
+    '-H',
+    'X-Demo: from the flag',
+    '--header',
+    'accept-language: fr',
+    '--user-agent',
+    'flag-test/2',
+    '--no-progress',
+  );
+  expect(r.code, r.stderr).toBe(0);
+  expect(JSON.parse(r.stdout.trim())).toEqual({ demo: 'from the flag', accept: 'fr', ua: 'flag-test/2' });
 }, 60_000);

@@ -4,7 +4,9 @@
 // slow fetch, the download flags (-H, --user-agent) on what is sent, view(), and typed errors
 // that do not end the REPL.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stripVTControlCharacters } from 'node:util';
 import { catalogBooks, type FixtureSite, startFixtureSite } from '@mocra/testkit';
@@ -30,10 +32,10 @@ interface Session {
   waitFor(re: RegExp, from: number, timeoutMs?: number): Promise<RegExpExecArray>;
 }
 
-function session(command: string, args: readonly string[]): Session {
+function session(command: string, args: readonly string[], env: Record<string, string> = {}): Session {
   const child = spawn(command, args, {
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, TERM: 'xterm' },
+    env: { ...process.env, TERM: 'xterm', ...env },
   });
   let out = '';
   child.stdout!.on('data', (b: Buffer) => {
@@ -112,15 +114,24 @@ describe.skipIf(!hasScript)('in a terminal', () => {
 });
 
 test('commands piped to standard input run one after another, with the download flags applied', async () => {
-  const s = session(process.execPath, [
-    BIN,
-    'shell',
-    `${site.url}/books/page/1`,
-    '-H',
-    'x-demo: from the shell',
-    '--user-agent',
-    'shell-test/1.0',
-  ]);
+  // $BROWSER is a script that keeps a copy of the file view() opens.
+  const tmp = mkdtempSync(path.join(tmpdir(), 'mocra-cli-shell-'));
+  const opened = path.join(tmp, 'opened');
+  const browser = path.join(tmp, 'browser.sh');
+  writeFileSync(browser, `#!/bin/sh\ncp "$1" ${quote(opened)}\n`, { mode: 0o755 });
+  const s = session(
+    process.execPath,
+    [
+      BIN,
+      'shell',
+      `${site.url}/books/page/1`,
+      '-H',
+      'x-demo: from the shell',
+      '--user-agent',
+      'shell-test/1.0',
+    ],
+    { BROWSER: browser },
+  );
   s.child.stdin!.end(
     [
       'res.status',
@@ -151,6 +162,9 @@ test('commands piped to standard input run one after another, with the download 
   expect(viewed, out).not.toBeNull();
   expect(existsSync(viewed![1]!)).toBe(true);
   expect(JSON.parse(readFileSync(viewed![1]!, 'utf8'))).toMatchObject({ method: 'GET', url: '/echo' });
+  for (let i = 0; i < 100 && !existsSync(opened); i++) await sleep(50);
+  expect(readFileSync(opened, 'utf8')).toBe(readFileSync(viewed![1]!, 'utf8'));
+  rmSync(tmp, { recursive: true, force: true });
 }, 60_000);
 
 test('a start URL that is not http(s) is a usage error (exit 2)', async () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { CliUsageError, ProjectNotEmptyError } from '../errors.js';
 import { projectFiles, type TemplateDeps } from './create-template.js';
 import type { CliIo } from './execute.js';
-import { isUnreleased, ownPackage } from './own-package.js';
+import { isUnreleased, type OwnPackage, ownPackage } from './own-package.js';
 
 export interface CreateFlags {
   /** A clone of the mocra repository (built) whose packages the project links to. */
@@ -30,8 +30,7 @@ export function createCommand(dir: string, flags: CreateFlags, io: CliIo): numbe
     if (!flags.force && fs.readdirSync(target).length > 0) throw new ProjectNotEmptyError(dir);
   }
   const pkg = ownPackage();
-  const clone = flags.link === undefined ? workspaceOf(pkg.dir) : checkClone(flags.link);
-  const deps = clone === undefined ? registryDeps(pkg.version, pkg.dependencies) : linkedDeps(clone);
+  const { clone, deps } = projectDeps(pkg, flags.link);
   const name = packageName(target);
   const files = projectFiles(name, deps);
   for (const file of files) {
@@ -51,6 +50,18 @@ export function createCommand(dir: string, flags: CreateFlags, io: CliIo): numbe
       '  npx mocra run src/spider.ts --out books.jsonl\n',
   );
   return 0;
+}
+
+/** The project's dependencies: links to `link` (or to the clone an unreleased build sits in), else registry ranges. */
+export function projectDeps(
+  pkg: OwnPackage,
+  link: string | undefined,
+): { clone: string | undefined; deps: TemplateDeps } {
+  const clone = link === undefined ? workspaceOf(pkg) : checkClone(link);
+  return {
+    clone,
+    deps: clone === undefined ? registryDeps(pkg.version, pkg.dependencies) : linkedDeps(clone),
+  };
 }
 
 function registryDeps(version: string, own: Readonly<Record<string, string>>): TemplateDeps {
@@ -102,11 +113,10 @@ function checkClone(dir: string): string {
 }
 
 /** The clone this CLI is an unreleased build of (packages/mocra inside a pnpm workspace), if any. */
-function workspaceOf(packageDir: string): string | undefined {
-  const pkg = ownPackage();
+function workspaceOf(pkg: OwnPackage): string | undefined {
   if (!isUnreleased(pkg)) return undefined;
-  const root = path.resolve(packageDir, '../..');
-  if (path.basename(path.dirname(packageDir)) !== 'packages') return undefined;
+  const root = path.resolve(pkg.dir, '../..');
+  if (path.basename(path.dirname(pkg.dir)) !== 'packages') return undefined;
   if (!fs.existsSync(path.join(root, 'pnpm-workspace.yaml'))) return undefined;
   return checkClone(root);
 }

@@ -128,7 +128,11 @@ export function headerFlag(value: string, previous: Record<string, string> = {})
 export function addDownloadFlags(cmd: Command): Command {
   return cmd
     .option('--user-agent <ua>', 'User-Agent header (robots.txt rules are matched for the "mocra" token)')
-    .option('-H, --header <name: value>', 'send this header with every request (repeatable)', headerFlag, {})
+    .addOption(
+      new Option('-H, --header <name: value>', 'send this header with every request (repeatable)')
+        .argParser(headerFlag)
+        .default({}, 'none'),
+    )
     .addOption(
       new Option(
         '--timeout <duration>',
