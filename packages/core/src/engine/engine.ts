@@ -36,6 +36,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModuleConfigResolver } from '../config/module-config.js';
 import type { Coordination } from '../coordination/types.js';
+import { JoinCredits } from '../distributed/join-credits.js';
 import type { BlockedDetectionOptions } from '../downloader/blocked.js';
 import {
   DownloadRouter,
@@ -341,6 +342,8 @@ export class Engine {
   readonly registry = new ModuleRegistry();
   /** Modules' config, sessions, middleware and DAG routing (module/runtime.ts). */
   readonly modules: ModuleRuntime;
+  /** Cluster-wide joins (distributed/join-credits.ts): only with shared coordination. */
+  readonly #credits: JoinCredits | undefined;
   #cron: CronScheduler | undefined;
   /** The database integration (`store` option). */
   readonly #db: EngineStore | undefined;
@@ -503,6 +506,7 @@ export class Engine {
       },
       validateDownloads: (module) => this.downloads.validateModule(module),
     });
+    this.#credits = this.#createJoinCredits(options.coordination, options.namespace ?? 'mocra');
     this.#db?.attach(this.modules.moduleConfig, this.modules.middleware);
     this.#db?.registerItems(this.modules.middleware);
   }
@@ -558,17 +562,6 @@ export class Engine {
     this.downloads.validateModule(module); // an unknown downloader name fails here, not per request
     this.modules.validate(module as Module<unknown>); // so does an unknown middleware name
     const registered = this.registry.register(module, sink);
-    if (this.#options.coordination !== undefined && this.#options.coordination.kind !== 'local') {
-      const joins = registered.graph.order.filter((id) => registered.graph.nodes.get(id)?.join === true);
-      if (joins.length > 0) {
-        // Join bookkeeping (module/run-ledger.ts) sees only this process's share of a run; on a
-        // queue that spreads one run's work over several workers a join may fire early or twice.
-        this.log.warn(
-          { module: module.name, joins },
-          `module '${module.name}' has join nodes (${joins.join(', ')}): joins are tracked per process, so across several workers they are exact only when one worker handles a whole run (docs/deployment.md#joins-in-a-cluster); use a DAG job for fan-in across workers`,
-        );
-      }
-    }
     return this;
   }
 
@@ -729,7 +722,11 @@ export class Engine {
       name: stage,
       queue,
       concurrency: this.#concurrency[stage],
-      handle: this.#recovery.guard(stage, (d: Delivery<T>) => `${stage} ${describeDelivery(d)}`, handle),
+      handle: this.#recovery.guard(
+        stage,
+        (d: Delivery<T>) => `${stage} ${describeDelivery(d)}`,
+        this.#credits?.wrap(stage, handle) ?? handle,
+      ),
       onFailure: (delivery, error) => this.#onStageFailure(stage, delivery, error),
       onSettled: () => {
         this.#recovery.progress();
@@ -832,6 +829,7 @@ export class Engine {
         for (const r of produced) {
           this.#claim(r, registered, node, task.runId, task.account, 0);
           if (task.platform !== undefined) r.platform ??= task.platform;
+          this.#credits?.stamp(delivery, r);
         }
         requests.push(...produced);
       }
@@ -846,17 +844,47 @@ export class Engine {
 
   /** Join nodes whose predecessors all finished: one hand-off each (module/run-ledger.ts). */
   async #publishJoins(
-    joins: readonly JoinReady[],
+    ready: readonly JoinReady[],
     origin: { account?: string | undefined; platform?: string | undefined },
+    credits?: readonly string[],
   ): Promise<void> {
+    // With shared coordination the ledger sees one process's share: join credit decides instead.
+    const joins =
+      credits === undefined ? ready.filter((j) => this.#credits?.tracks(j.module) !== true) : ready;
     if (joins.length === 0) return;
     const tasks = this.modules.joinTasks(joins, {
       account: origin.account,
       platform: origin.platform,
       depth: 0,
     });
+    if (credits !== undefined) {
+      for (const [i, task] of tasks.entries()) {
+        const credit = credits[i];
+        if (credit !== undefined) task.credit = credit;
+      }
+    }
     await this.#topics.parserTask.publish(tasks.map((payload) => ({ payload, ...keyOf(payload.account) })));
     this.modules.onFollowUpsPublished(tasks);
+  }
+
+  #createJoinCredits(coordination: Coordination | undefined, namespace: string): JoinCredits | undefined {
+    if (coordination === undefined || coordination.kind === 'local') return undefined;
+    return new JoinCredits({
+      coordination,
+      namespace,
+      log: this.log,
+      graphOf: (module) => {
+        const graph = this.registry.has(module) ? this.registry.get(module).graph : undefined;
+        return graph?.order.some((id) => graph.nodes.get(id)?.join === true) ? graph : undefined;
+      },
+      modulesOf: (task) => this.modules.modulesOf(task as TaskEvent).map((r) => r.module.name),
+      fire: (joins, origin) =>
+        this.#publishJoins(
+          joins.map((j) => j.join),
+          origin,
+          joins.map((j) => j.credit),
+        ),
+    });
   }
 
   /** parser_task ▶ (carried requests | generate(target node)) ▶ admit ▶ request */
@@ -865,6 +893,12 @@ export class Engine {
     const registered = this.registry.get(followUp.module);
     const node = this.registry.node(registered, followUp.node);
     const moduleName = registered.module.name;
+    if (
+      followUp.trigger === 'join' &&
+      this.#credits?.tracks(moduleName) === true &&
+      !(await this.#credits.claimJoin(delivery, followUp.runId, moduleName, node.id))
+    )
+      return undefined; // published twice after a crash: the other message runs the join
     const stopped = await this.modules.stoppedReason(followUp.runId, moduleName);
     if (stopped !== undefined) {
       const joins = this.modules.dropStopped({
@@ -893,6 +927,7 @@ export class Engine {
     for (const r of requests) {
       this.#claim(r, registered, node, followUp.runId, followUp.account, followUp.depth);
       if (followUp.platform !== undefined) r.platform ??= followUp.platform;
+      this.#credits?.stamp(delivery, r);
     }
     const result = await this.#admitAndPublish(requests, 'parserTask', admissionClaimOf(delivery));
     if (result !== undefined) return result; // put back: the hand-off is not done yet
@@ -969,6 +1004,10 @@ export class Engine {
   ): Promise<HandlerResult> {
     if (requests.length === 0) return undefined;
     const { admitted, invalid } = await this.frontier.admit(requests, admission);
+    if (this.#credits !== undefined && admitted.length + invalid.length < requests.length) {
+      const kept = new Set<Request>([...admitted, ...invalid.map((i) => i.request)]);
+      this.#credits.dropped(requests.filter((r) => !kept.has(r))); // already seen: done now
+    }
     // Returned, not awaited (see #publishAdmitted).
     return this.#publishAdmitted(admitted, invalid, stage, admission.claim);
   }
@@ -1055,6 +1094,7 @@ export class Engine {
     if (admission !== undefined) {
       if ('error' in admission) throw admission.error;
       // A circuit breaker is open: put the request back without counting a failure.
+      this.#credits?.continued(delivery);
       await this.#topics.request.publish([
         {
           payload: request,
@@ -1073,6 +1113,7 @@ export class Engine {
       // Not downloaded now: a breaker probe this request may have been goes to the next one.
       this.#policy.released?.('download', workOf(request));
       if ('deferMs' in decision) {
+        this.#credits?.continued(delivery);
         await this.#topics.request.publish([
           {
             payload: request,
@@ -1173,6 +1214,7 @@ export class Engine {
     response: Response,
     headers?: Record<string, string>,
   ): Promise<void> {
+    this.#credits?.continued(delivery); // the request's unit goes on in its response
     await this.#topics.response.publish([
       {
         payload: response,
@@ -1327,6 +1369,7 @@ export class Engine {
     // the hop through parser_task would only add a queue round trip per page. Hand-offs that
     // run a node's generate still go through parser_task. (engine/inline-follow-ups.ts)
     const { carried, queued } = splitFollowUps(routed.followUps);
+    for (const followUp of queued) this.#credits?.stamp(delivery, followUp);
     if (queued.length > 0) {
       await this.#topics.parserTask.publish(
         queued.map((payload) => ({
@@ -1341,7 +1384,7 @@ export class Engine {
     if (carried.length === 0) return this.#parseDone(rejected, request, runId, moduleName, nodeId);
     // Returned, not awaited: this frame holds the parse context and every follow-up request,
     // which must not stay on the heap while the admitted requests are written (see #publishAdmitted).
-    return this.#admitCarried(carried, admissionClaimOf(delivery)).then(
+    return this.#admitCarried(carried, delivery).then(
       (putBack) => putBack ?? this.#parseDone(rejected, request, runId, moduleName, nodeId),
     );
   }
@@ -1365,7 +1408,10 @@ export class Engine {
    * that made them: the same stop check, claim, admission (one batch, claimed under the parsed
    * response's message id) and unit bookkeeping, in the same order.
    */
-  async #admitCarried(followUps: readonly FollowUpTask[], admission: AdmissionClaim): Promise<HandlerResult> {
+  async #admitCarried(
+    followUps: readonly FollowUpTask[],
+    delivery: Delivery<Response>,
+  ): Promise<HandlerResult> {
     this.modules.onFollowUpsPublished(followUps);
     const requests: Request[] = [];
     const admitted: {
@@ -1394,6 +1440,7 @@ export class Engine {
         const r = Request.from(payload);
         this.#claim(r, registered, node, followUp.runId, followUp.account, followUp.depth);
         if (followUp.platform !== undefined) r.platform ??= followUp.platform;
+        this.#credits?.stamp(delivery, r);
         requests.push(r);
       }
       // Only what the unit bookkeeping needs: the task itself holds its requests.
@@ -1401,7 +1448,7 @@ export class Engine {
       admitted.push({ runId, module, node: followUp.node, account, platform });
     }
     // Returned, not awaited: this frame holds the requests (see #publishAdmitted).
-    return this.#admitAndPublish(requests, 'parse', admission).then(async (result) => {
+    return this.#admitAndPublish(requests, 'parse', admissionClaimOf(delivery)).then(async (result) => {
       if (result !== undefined) return result; // put back: the parse runs again (same item ids)
       for (const unit of admitted) {
         await this.#publishJoins(this.modules.onUnitDone(unit.runId, unit.module, unit.node), unit);
@@ -1430,6 +1477,9 @@ export class Engine {
       await this.#publishJoins(joins, { account: event.key }).catch((err: unknown) =>
         this.log.error({ err }, 'publishing a join after a dead letter failed'),
       );
+      await this.#credits?.done(delivery); // given up: its join credit comes back first
+    } else {
+      this.#credits?.continued(delivery); // retried: the unit goes on in the republished message
     }
     switch (decision.action) {
       case 'retry': {
