@@ -43,7 +43,10 @@ describe('join credit', () => {
     walk({ phase: 0, exp: 0, id: 'seed' }, 0);
     expect(done.length).toBeGreaterThan(100);
     let seed = 7;
-    const order = done.map((exp) => ({ exp, r: (seed = (seed * 48_271) % 2_147_483_647) }));
+    const order = done.map((exp) => {
+      seed = (seed * 48_271) % 2_147_483_647;
+      return { exp, r: seed };
+    });
     order.sort((a, b) => a.r - b.r);
     let sum: CreditSum = ZERO;
     for (const [i, { exp }] of order.entries()) {

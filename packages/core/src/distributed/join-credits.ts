@@ -352,10 +352,10 @@ export class JoinCredits {
       return;
     }
     if (acc.heldSince === 0) acc.heldSince = Date.now();
-    if (acc.pending.size >= this.#maxBatch || this.#closed) return this.#flushSoon(acc, 0);
     const untilTooLong = Math.max(0, acc.heldSince + this.#maxHoldMs - Date.now());
-    if (acc.running === 0) return this.#flushSoon(acc, Math.min(this.#quietMs, untilTooLong));
-    if (acc.timer === undefined) this.#flushSoon(acc, untilTooLong);
+    if (acc.pending.size >= this.#maxBatch || this.#closed) this.#flushSoon(acc, 0);
+    else if (acc.running === 0) this.#flushSoon(acc, Math.min(this.#quietMs, untilTooLong));
+    else if (acc.timer === undefined) this.#flushSoon(acc, untilTooLong);
   }
 
   #flushSoon(acc: Accumulator, delayMs: number): void {
@@ -371,7 +371,8 @@ export class JoinCredits {
     // One write at a time per phase: a batch that fills while one is written goes next.
     if (acc.flushing !== undefined) {
       await acc.flushing;
-      return this.#schedule(acc);
+      this.#schedule(acc);
+      return;
     }
     if (acc.pending.size === 0) return;
     const pending = acc.pending;
