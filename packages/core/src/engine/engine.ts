@@ -1036,9 +1036,12 @@ export class Engine {
             : { payload: r, priority: r.priority, key: r.account };
       }
       const units = this.modules.unitsOf(admitted);
+      // Join credit: a redelivery of this message must admit the same requests again (its
+      // dropped ones return their credit), so the claim of a join module's unit only expires.
+      const keepClaim = this.#credits !== undefined && admitted.some((r) => this.#credits!.tracks(r.module));
       published = this.#topics.request.publish(messages).then(
         () => {
-          this.frontier.releaseClaim(claim);
+          if (!keepClaim) this.frontier.releaseClaim(claim);
           this.modules.onAdmitted(units);
           return undefined;
         },
