@@ -66,11 +66,14 @@ export interface JoinCreditsOptions {
     origin: { account?: string; platform?: string },
   ): Promise<void>;
   log: Logger;
-  /** A run is quiet in this process once no unit of it ran here for this long. @default 25 */
+  /** A run is quiet in this process once no unit of it ran here for this long. @default 100 */
   quietMs?: number;
   /** Units accumulated for one run before it is written anyway. @default 2000 */
   maxBatch?: number;
-  /** Longest a unit's ack waits for its credit to be written. @default 2000 */
+  /**
+   * Longest a unit's ack waits for its credit to be written (its lease is extended meanwhile):
+   * a run busy here for longer is written about once per this long. @default 10000
+   */
   maxHoldMs?: number;
   /** @default 86400000 (a day) */
   ttlMs?: number;
@@ -117,9 +120,9 @@ export class JoinCredits {
   constructor(options: JoinCreditsOptions) {
     this.#options = options;
     this.#namespace = options.namespace ?? 'mocra';
-    this.#quietMs = Math.max(0, options.quietMs ?? 25);
+    this.#quietMs = Math.max(0, options.quietMs ?? 100);
     this.#maxBatch = Math.max(1, options.maxBatch ?? 2000);
-    this.#maxHoldMs = Math.max(1, options.maxHoldMs ?? 2000);
+    this.#maxHoldMs = Math.max(1, options.maxHoldMs ?? 10_000);
     this.#ttlMs = options.ttlMs ?? 86_400_000;
     this.#store = new CreditStore({ coordination: options.coordination, ttlMs: this.#ttlMs });
   }
@@ -234,9 +237,10 @@ export class JoinCredits {
 
   /** Writes everything accumulated now (on shutdown), and stops taking more. */
   async close(): Promise<void> {
-    for (const acc of this.#accumulators.values()) this.#flushSoon(acc, 0);
+    this.#closed = true; // from now on every finished unit is written at once
+    for (const acc of this.#accumulators.values()) if (acc.pending.size > 0) this.#flushSoon(acc, 0);
+    await new Promise((resolve) => setImmediate(resolve));
     await Promise.allSettled([...this.#accumulators.values()].map((acc) => acc.flushing));
-    this.#closed = true;
   }
 
   #open(stage: StageName, delivery: Delivery<unknown>): UnitScope | undefined {

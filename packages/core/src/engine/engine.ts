@@ -1839,7 +1839,10 @@ export class Engine {
       ?.stop()
       .catch((err: unknown) => this.log.error({ err }, 'stopping the cron scheduler failed'));
     this.#recovery.stop();
+    // Held acks wait for join credit: write it now rather than when the run would go quiet.
+    const credited = this.#credits?.close();
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop(deadline)));
+    await credited;
     await this.modules.runEndsSettled();
     for (const [stage] of this.#runners) {
       if (channels.stage.hasSubscribers) channels.stage.publish({ stage, phase: 'stop' });

@@ -186,3 +186,93 @@ test(
     }),
   BOUND_MS + 30_000,
 );
+
+test(
+  'NATS JetStream queue, Redis coordination: 50 runs × 1,000 units, one join firing per run',
+  () =>
+    runScenario({
+      label: 'nats',
+      runs: Number(process.env.DJ_RUNS ?? 50),
+      units: Number(process.env.DJ_UNITS ?? 1_000),
+      envs: same({ MOCRA_QUEUE: NATS_URL, MOCRA_COORDINATION: REDIS_URL }),
+    }),
+  BOUND_MS + 30_000,
+);
+
+/** Three embedded Raft nodes, one per worker, over a Redis queue. */
+async function raftEnvs(dir: string): Promise<Record<string, string>[]> {
+  const addrs = await Promise.all([freePort(), freePort(), freePort()]).then((ports) =>
+    ports.map((p) => `127.0.0.1:${p}`),
+  );
+  return addrs.map((addr, i) => ({
+    MOCRA_QUEUE: REDIS_URL,
+    MOCRA_COORDINATION: `raft://${addr}?id=n${i}&dir=${path.join(dir, `n${i}`)}${i === 0 ? '' : `&join=${addrs[0]}`}`,
+  }));
+}
+
+test(
+  'Raft coordination over a Redis queue: 50 runs × 1,000 units, one join firing per run',
+  async () => {
+    const dir = tempDir('dag-joins-raft');
+    try {
+      await runScenario({
+        label: 'raft',
+        runs: Number(process.env.DJ_RUNS ?? 50),
+        units: Number(process.env.DJ_UNITS ?? 1_000),
+        envs: await raftEnvs(dir),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  BOUND_MS + 30_000,
+);
+
+// With a kill: fewer, smaller runs (the survivors wait out the dead worker's leases).
+const KILL_RUNS = Number(process.env.DJ_KILL_RUNS ?? 20);
+const KILL_UNITS = Number(process.env.DJ_KILL_UNITS ?? 500);
+
+test(
+  'Redis queue: a worker SIGKILLed mid-run; every join still fires exactly once, after its last unit',
+  () =>
+    runScenario({
+      label: 'redis, one worker killed',
+      runs: KILL_RUNS,
+      units: KILL_UNITS,
+      envs: same({ MOCRA_QUEUE: REDIS_URL }),
+      killAt: 0.4,
+    }),
+  BOUND_MS + 30_000,
+);
+
+test(
+  'NATS JetStream queue: a worker SIGKILLed mid-run; every join still fires exactly once',
+  () =>
+    runScenario({
+      label: 'nats, one worker killed',
+      runs: KILL_RUNS,
+      units: KILL_UNITS,
+      envs: same({ MOCRA_QUEUE: NATS_URL, MOCRA_COORDINATION: REDIS_URL }),
+      killAt: 0.4,
+    }),
+  BOUND_MS + 30_000,
+);
+
+test(
+  'Raft coordination: one of three nodes SIGKILLed mid-run; every join still fires exactly once',
+  async () => {
+    const dir = tempDir('dag-joins-raft-kill');
+    try {
+      await runScenario({
+        label: 'raft, one node killed',
+        runs: KILL_RUNS,
+        units: KILL_UNITS,
+        envs: await raftEnvs(dir),
+        killAt: 0.4,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  BOUND_MS + 30_000,
+);
