@@ -114,6 +114,7 @@ export class JoinCredits {
   readonly #accumulators = new Map<string, Accumulator>();
   readonly #scopes = new WeakMap<object, UnitScope>();
   readonly #waves = new Map<string, readonly (readonly string[])[]>();
+  readonly #warned = new Set<string>();
   readonly #stats = { flushes: 0, writes: 0, conflicts: 0, duplicates: 0, fired: 0 };
   #closed = false;
 
@@ -282,8 +283,12 @@ export class JoinCredits {
         .map((module) => ({ runId, module, credit: credit ?? { phase: 0, exp: 0, id: 'seed' }, origin }));
     }
     const module = p.module;
+    if (typeof module !== 'string' || !this.tracks(module)) return [];
     const credit = parseCredit(p.credit);
-    if (typeof module !== 'string' || credit === undefined || !this.tracks(module)) return [];
+    if (credit === undefined) {
+      this.#uncredited(runId, module);
+      return [];
+    }
     return [{ runId, module, credit, origin }];
   }
 
@@ -305,6 +310,18 @@ export class JoinCredits {
       this.#schedule(accumulator);
     }
     return Promise.all(written).then(() => undefined);
+  }
+
+  /** Said once per run × module: work that no seed gave credit to can never let a join fire. */
+  #uncredited(runId: string, module: string): void {
+    const key = `${runId}\u0000${module}`;
+    if (this.#warned.has(key)) return;
+    if (this.#warned.size >= 10_000) this.#warned.clear();
+    this.#warned.add(key);
+    this.#options.log.warn(
+      { runId, module },
+      `work of run '${runId}' of join module '${module}' carries no join credit (was the run started by cx.start?): its joins cannot fire in a cluster; start join modules with a task (docs/deployment.md#joins-in-a-cluster)`,
+    );
   }
 
   #accumulator(

@@ -147,7 +147,10 @@ async function runScenario(s: Scenario): Promise<void> {
     for (const f of fired) byRun.set(f.runId, [...(byRun.get(f.runId) ?? []), f]);
     for (const runId of runIds) {
       const firings = byRun.get(runId) ?? [];
-      expect(firings.length, `${runId} fired ${firings.length} times`).toBe(1);
+      expect(
+        firings.length,
+        `${runId} fired ${firings.length} times: ${JSON.stringify(firings)}\n${workers.map((w) => w.stderr.slice(-3000)).join('\n---\n')}`,
+      ).toBe(1);
       expect(firings[0]!.seen, `${runId}: units parsed when its join fired`).toBe(s.units);
     }
     // The seeded run (no units of its own) fires its join once too; nothing else fires.
