@@ -27,6 +27,7 @@ let flushes = 0;
 diagnostics_channel.subscribe('mocra:dag:credit-flush', (message) => {
   const m = message as { runId: string; wrote: boolean };
   flushes++;
+  if (env.DJ_DEBUG === '1') process.stderr.write(`flush ${JSON.stringify(message)} at ${Date.now()}\n`);
   if (m.wrote) writesByRun.set(m.runId, (writesByRun.get(m.runId) ?? 0) + 1);
 });
 

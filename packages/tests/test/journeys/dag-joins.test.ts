@@ -120,6 +120,7 @@ async function runScenario(s: Scenario): Promise<void> {
         await sleep(20);
       }
       workers[1]!.child.kill('SIGKILL');
+      console.log(`${s.label}: killed worker 1 at ${Date.now()}`);
       expect((await bounded(workers[1]!.exited, 10_000, 'the killed worker to go')).signal).toBe('SIGKILL');
       killed = true;
     }
