@@ -3,13 +3,18 @@
  * catalog as one crawl. The control plane (leader, locks, membership, cron ownership, DAG
  * checkpoints) is the embedded Raft cluster — `.cluster(ClusterConfig.bootstrap(…))` on the first
  * node, `.cluster(ClusterConfig.join(…))` on the others; the data plane (the stage queues, the
- * shared dedup set) is Redis. The spider is the same one you would run on one machine.
+ * shared dedup set) is Redis — or nothing, with MOCRA_QUEUE=none (below). The spider is the same
+ * one you would run on one machine.
  *
  *   node --import tsx --conditions=@mocra/source examples/cluster-crawl.ts    (from sources)
  *   MOCRA_QUEUE=redis://10.0.0.5:6379 …   another Redis (default: redis://127.0.0.1:6379)
  *   MOCRA_QUEUE=nats://127.0.0.1:4222 …   NATS JetStream as the data plane, nothing else changes
  *                                         (its streams `mocra~cluster-crawl-…` are left behind;
  *                                         the Redis keys of a run are deleted at the end)
+ *   MOCRA_QUEUE=none …                    no queue service at all: the Raft cluster alone. Each
+ *                                         node runs on its own in-memory queues and crawls the
+ *                                         hosts it owns (the site is served on 3 hosts,
+ *                                         127.0.0.1–3, so there are 3 partitions to spread)
  *
  * It seeds once (whichever node takes the seed lock), every book is fetched once across the
  * cluster, and each node ends on its own when the whole cluster is idle. The parent prints what
@@ -36,6 +41,8 @@ type ToParent =
 
 const BOOKS = 200;
 const QUEUE = process.env.MOCRA_QUEUE ?? 'redis://127.0.0.1:6379';
+// No queue service: work is partitioned by host, so the site is served on several hosts.
+const HOSTS = /^none$/i.test(QUEUE) ? 3 : 1;
 
 // ── a node (child process) ──────────────────────────────────────────────────────────────────
 async function runNode(): Promise<void> {
@@ -50,7 +57,7 @@ async function runNode(): Promise<void> {
 
   const spider = defineSpider<{ id: number; title: string }>({
     name: 'catalog',
-    startUrls: [`${env.SITE_URL}/books/page/1`],
+    startUrls: env.SITE_URLS!.split(',').map((url) => `${url}/books/page/1`),
     parse(res, cx) {
       for (const a of res.$('a[href]').toArray()) {
         const href = a.attribs.href!;
@@ -89,7 +96,7 @@ async function freePort(): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const site = await startFixtureSite({ catalog: { books: BOOKS }, latencyMs: 10 });
+  const site = await startFixtureSite({ catalog: { books: BOOKS }, latencyMs: 10, hosts: HOSTS });
   const dir = await mkdtemp(path.join(tmpdir(), 'mocra-cluster-crawl-'));
   const namespace = `cluster-crawl-${randomBytes(4).toString('hex')}`;
   const children: ChildProcess[] = [];
@@ -109,7 +116,7 @@ async function main(): Promise<void> {
           NODE_ADDR: addrs[i]!,
           NODE_DIR: path.join(dir, `n${i + 1}`),
           ...(i === 0 ? {} : { JOIN: addrs[0]! }),
-          SITE_URL: site.url,
+          SITE_URLS: site.urls.join(','),
           RUN_ID: namespace,
           NAMESPACE: namespace,
         },
@@ -140,10 +147,13 @@ async function main(): Promise<void> {
     for (const d of done.sort((a, b) => a.id.localeCompare(b.id)))
       console.log(`${d.id}: ${d.pages} pages, ${d.items} items, ended: ${d.reason}`);
     const books = new Set([...items.keys()]);
+    const catalog = catalogBooks({ catalog: { books: BOOKS } }).length;
     console.log(
-      `${books.size} distinct items (catalog: ${catalogBooks({ catalog: { books: BOOKS } }).length} books)`,
+      HOSTS === 1
+        ? `${books.size} distinct items (catalog: ${catalog} books)`
+        : `${books.size} distinct items (catalog: ${catalog} books on each of ${HOSTS} hosts)`,
     );
-    if (books.size !== BOOKS || done.length !== 3) process.exitCode = 1;
+    if (books.size !== BOOKS * HOSTS || done.length !== 3) process.exitCode = 1;
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
     await site.close();

@@ -176,13 +176,16 @@ export {
 export type {
   ClusterRunOptions,
   DistributedOptions,
+  ForwardBody,
   MemberActivity,
   NatsDeduplicatorOptions,
+  PartitionRouterOptions,
   RedisDeduplicatorOptions,
   RedisHostBudgetOptions,
   SeedOutcome,
 } from './distributed/index.js';
 export {
+  accountPartitionKey,
   ClusterRun,
   connectDistributed,
   createClusterRun,
@@ -191,8 +194,10 @@ export {
   createRedisHostBudget,
   DistributedRuntime,
   dedupKeyBytes,
+  hostPartitionKey,
   NatsDeduplicator,
   natsDedupBucket,
+  PartitionRouter,
   RedisDeduplicator,
   RedisHostBudget,
 } from './distributed/index.js';
@@ -307,9 +312,11 @@ export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
 export type {
   EngineCronOptions,
   EngineOptions,
+  EngineRouter,
   EngineState,
   EngineStats,
   EngineTopicOptions,
+  ForwardedWork,
   HandlerResult,
   LocalDeliveryFields,
   PersistLock,

@@ -164,6 +164,7 @@ export class TestControlPlane implements ControlPlane {
           version: '0.0.0',
           lastHeartbeat: Date.now(),
           self: true,
+          live: true,
           meta: {},
         },
       ],

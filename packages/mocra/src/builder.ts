@@ -145,6 +145,8 @@ export interface LoggingOptions {
 interface Registration {
   module: Module<unknown>;
   sink: DataSink<unknown>;
+  /** Added with `.spider()`: on a partitioned cluster its entry requests are routed by host. */
+  spider?: boolean;
 }
 
 export class Mocra {
@@ -196,7 +198,9 @@ export class MocraBuilder {
 
   /** Run this spider; its items go to `sink`. Repeatable (names must differ). */
   spider<TItem>(spider: Spider<TItem>, sink: SinkLike<TItem>): this {
-    return this.module(compileSpider(spider), sink);
+    this.module(compileSpider(spider), sink);
+    this.#registrations.at(-1)!.spider = true;
+    return this;
   }
 
   /** Run a module (nodes with generate/parse) — the advanced form of a spider. */
@@ -417,8 +421,12 @@ export class MocraBuilder {
    * Given a `ClusterConfig` (`ClusterConfig.bootstrap(id, addr, dir)` on one node,
    * `ClusterConfig.join(id, addr, dir, seed)` on the others, or `ClusterConfig.fromEnv()`), this
    * process runs a node of the embedded Raft cluster and coordinates through it (leader, locks,
-   * membership, cron ownership, checkpoints) — no Redis needed for coordination; the data plane
-   * is still the queue (`.queue(url)` / `MOCRA_QUEUE`). See docs/deployment.md, "Cluster (Raft)".
+   * membership, cron ownership, checkpoints) — no Redis needed for coordination. With a queue
+   * (`.queue(url)` / `MOCRA_QUEUE`) the nodes share one crawl's queues; with none (unset or
+   * `'none'`) the cluster is partitioned: each node runs on its own queues (LevelDB with
+   * `persist`), and each account (module) or host (spider) is crawled by one node, the owner of
+   * its key among the live members; seeds, cron runs and `/start_work` tasks are forwarded to it.
+   * See docs/deployment.md, "Topologies".
    */
   cluster(config: ClusterConfig | ClusterOptions, options: ClusterOptions = {}): this {
     if (config instanceof ClusterConfig) this.#raft = config;
@@ -563,16 +571,20 @@ export class MocraBuilder {
     const namespace = this.#options.namespace ?? config?.name;
     // `[channel_config]` of a `.fromToml()`/`.config()` config, under what the builder set.
     const fromConfig = config === undefined ? {} : clusterSettingsFromConfig(config);
-    const resolved = resolveClusterOptions({
-      ...fromConfig,
-      ...this.#cluster,
-      cluster: { ...fromConfig.cluster, ...this.#cluster.cluster },
-      ...(namespace === undefined ? {} : { namespace }),
-    });
-    if (this.#raft !== undefined && resolved === undefined) {
-      throw new InvalidArgumentError(
-        "a Raft cluster (.cluster(ClusterConfig…)) needs a data-plane queue the nodes share: .queue('redis://…'), 'nats://…' or MOCRA_QUEUE",
-      );
+    const resolved = resolveClusterOptions(
+      {
+        ...fromConfig,
+        ...this.#cluster,
+        cluster: { ...fromConfig.cluster, ...this.#cluster.cluster },
+        ...(namespace === undefined ? {} : { namespace }),
+      },
+      process.env,
+      { raft: this.#raft !== undefined },
+    );
+    // No queue service: each node runs on its own queues, spiders' entry requests routed by host.
+    if (resolved !== undefined && resolved.queue === undefined) {
+      const spiders = this.#registrations.filter((r) => r.spider).map((r) => r.module.name);
+      return { ...resolved, partitionByHost: spiders };
     }
     return resolved;
   }
@@ -643,6 +655,8 @@ export class MocraBuilder {
       // In a cluster: pause/resume on every node, `/nodes`, and the cluster view (Raft: roles,
       // term, commit index, partition map).
       ...(runtime === undefined ? {} : { coordination: runtime.coordination }),
+      // Partitioned: which node owns which host / account, in `/nodes`.
+      ...(runtime?.router === undefined ? {} : { partitions: () => runtime.router!.partitionMap() }),
       ...apiOptions,
       ...(logs === undefined ? {} : { logs }),
     });

@@ -10,9 +10,11 @@
  * | member id    | `.cluster({ nodeId })`  | `MOCRA_NODE_ID`      | —                         |
  * | namespace    | `.engineOptions({ namespace })` | `MOCRA_NAME` | `name`                    |
  *
- * A queue URL other than `memory://` makes the run distributed.
+ * A queue URL other than `memory://` makes the run distributed. With `.cluster(ClusterConfig…)`
+ * (the embedded Raft cluster) the run is distributed whatever the queue: unset, `memory://` or
+ * `none` make it a partitioned cluster (no queue service; each node on its own queues).
  */
-import type { DistributedOptions, MocraConfig } from '@mocra/core';
+import { type DistributedOptions, InvalidArgumentError, type MocraConfig } from '@mocra/core';
 
 /** What `.cluster()` sets (besides the queue and coordination URLs). */
 export type ClusterOptions = Omit<DistributedOptions, 'queue' | 'coordination'>;
@@ -26,20 +28,32 @@ export interface ClusterSettings {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The distributed options in force, or undefined for a single in-memory process. */
+/**
+ * The distributed options in force, or undefined for a single in-memory process. `raft`: this
+ * process runs a node of the embedded Raft cluster (then no queue means partitioned).
+ */
 export function resolveClusterOptions(
   settings: ClusterSettings,
   env: Env = process.env,
+  options: { raft?: boolean } = {},
 ): DistributedOptions | undefined {
-  const queue = settings.queue ?? nonEmpty(env.MOCRA_QUEUE);
-  if (queue === undefined || /^memory:(\/\/)?\/*$/i.test(queue.trim())) return undefined;
+  const given = settings.queue ?? nonEmpty(env.MOCRA_QUEUE);
+  const none = given !== undefined && /^none$/i.test(given.trim());
+  if (none && options.raft !== true) {
+    throw new InvalidArgumentError(
+      "queue 'none' (no queue service) partitions the work over the embedded Raft cluster: it needs .cluster(ClusterConfig…); one process needs no queue setting",
+    );
+  }
+  const local = given === undefined || none || /^memory:(\/\/)?\/*$/i.test(given.trim());
+  if (local && options.raft !== true) return undefined;
+  const queue = local ? undefined : given;
   const coordination = settings.coordination ?? nonEmpty(env.MOCRA_COORDINATION);
   const runId = settings.cluster?.runId ?? nonEmpty(env.MOCRA_RUN_ID);
   const nodeId = settings.cluster?.nodeId ?? nonEmpty(env.MOCRA_NODE_ID);
   const namespace = settings.cluster?.namespace ?? settings.namespace ?? nonEmpty(env.MOCRA_NAME);
   return {
     ...settings.cluster,
-    queue,
+    ...(queue === undefined ? {} : { queue }),
     ...(coordination === undefined ? {} : { coordination }),
     ...(runId === undefined ? {} : { runId }),
     ...(nodeId === undefined ? {} : { nodeId }),

@@ -14,6 +14,8 @@ export const MOCRA_ERROR_CODES = {
     'No start URL of a `mocra crawl` could be fetched (connection refused, DNS, timeout, TLS…); the crawl fails with exit code 1.',
   MOCRA_ERR_OUTPUT_RESUME:
     'A `--persist` run cannot resume its `--out` file: the file is missing or shorter than the interrupted run wrote, so lines already done would be lost; restore the file, or start afresh with a new persist directory.',
+  MOCRA_ERR_CREATE_NOT_EMPTY:
+    '`mocra create` was pointed at a directory that is not empty; choose a new one, or pass `--force` to write the project into it (files of the same name are replaced).',
 } as const;
 
 export type MocraErrorCode = keyof typeof MOCRA_ERROR_CODES;
@@ -72,6 +74,18 @@ export class OutputResumeError extends MocraError {
     super(
       'MOCRA_ERR_OUTPUT_RESUME',
       `cannot resume ${file}: ${found === 'missing' ? 'the file is gone' : 'the file is shorter'} than the interrupted run left it (${expectedBytes} bytes); its lines cannot be written again (their pages are done): restore the file, or start afresh with a new --persist directory`,
+      { retryable: false },
+    );
+  }
+}
+
+/** `mocra create` would write into a directory that already holds files. */
+export class ProjectNotEmptyError extends MocraError {
+  override readonly name = 'ProjectNotEmptyError';
+  constructor(readonly dir: string) {
+    super(
+      'MOCRA_ERR_CREATE_NOT_EMPTY',
+      `${dir} is not empty: choose a new directory, or pass --force to write the project into it (files of the same name are replaced)`,
       { retryable: false },
     );
   }

@@ -1,6 +1,6 @@
-// The facade's cluster and DAG-job knobs, in one process: `.cluster(ClusterConfig…)` needs a
-// data-plane queue (a typed error otherwise, before anything starts), and `.dag()` runs a graph
-// as a job of the crawl with no cluster at all.
+// The facade's cluster and DAG-job knobs, in one process: `.cluster(ClusterConfig…)` without a
+// queue is a partitioned cluster (here of one node), `queue('none')` needs one, and `.dag()` runs
+// a graph as a job of the crawl with no cluster at all.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,25 +11,51 @@ import { expect, test } from 'vitest';
 import { cleanup, NATS_URL } from './distributed-harness.js';
 import { freePort } from './service-harness.js';
 
-test('.cluster(ClusterConfig) without a shared queue is refused before any node starts', async () => {
+test('.cluster(ClusterConfig) without a queue is a partitioned cluster: one node crawls and ends idle', {
+  timeout: 60_000,
+}, async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'mocra-cluster-builder-'));
+  const site = await startFixtureSite({ catalog: { books: 5 } });
+  const saved = process.env.MOCRA_QUEUE;
+  delete process.env.MOCRA_QUEUE;
   try {
-    const builder = Mocra.builder()
-      .spider(defineSpider({ name: 's', startUrls: ['http://127.0.0.1:9/'], parse() {} }), () => {})
-      .cluster(ClusterConfig.bootstrap('n1', '127.0.0.1:0', path.join(dir, 'n1')));
-    const saved = process.env.MOCRA_QUEUE;
-    delete process.env.MOCRA_QUEUE;
-    try {
-      await expect(builder.run()).rejects.toMatchObject({
-        code: 'MOCRA_ERR_INVALID_ARGUMENT',
-        message: expect.stringContaining('data-plane queue'),
-      });
-    } finally {
-      if (saved !== undefined) process.env.MOCRA_QUEUE = saved;
-    }
+    const titles: string[] = [];
+    const summary = await Mocra.builder()
+      .spider(
+        defineSpider<{ title: string }>({
+          name: 'books',
+          startUrls: [`${site.url}/books/page/1`],
+          parse(res, cx) {
+            for (const a of res.$('a[href^="/book/"]').toArray()) cx.follow(a.attribs.href!);
+            if (res.$('article.product').length > 0) cx.emit({ title: res.$('h1').text() });
+          },
+        }),
+        (item) => {
+          titles.push(item.title);
+        },
+      )
+      .cluster(ClusterConfig.bootstrap('n1', `127.0.0.1:${await freePort()}`, path.join(dir, 'n1')), {
+        coordinationOptions: { memberTtlMs: 2_000 },
+        completion: { pollMs: 50, checkEveryMs: 100 },
+      })
+      .run();
+    expect(summary.reason).toBe('idle');
+    expect(titles).toHaveLength(5);
   } finally {
+    if (saved !== undefined) process.env.MOCRA_QUEUE = saved;
+    await site.close();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("queue 'none' without a Raft cluster is refused with a typed error", async () => {
+  const builder = Mocra.builder()
+    .spider(defineSpider({ name: 's', startUrls: ['http://127.0.0.1:9/'], parse() {} }), () => {})
+    .queue('none');
+  await expect(builder.run()).rejects.toMatchObject({
+    code: 'MOCRA_ERR_INVALID_ARGUMENT',
+    message: expect.stringContaining('.cluster(ClusterConfig'),
+  });
 });
 
 test('.dag() runs a graph as a job of a single-process crawl, beside a spider', async () => {

@@ -10,6 +10,7 @@ import {
   JoinFailedError,
   NodeIdRetiredError,
   NodeRemovedError,
+  NodeStartingError,
   NoLeaderError,
   NotLeaderError,
   SessionExpiredError,
@@ -235,6 +236,8 @@ export class ClusterNode implements PeerHandler {
   readonly #storage: RaftStorage;
   #sm: ControlState;
   readonly #transport: PeerTransport;
+  /** Handlers of application messages by topic (`onAppRequest`). */
+  readonly #appHandlers = new Map<string, (body: unknown) => Promise<unknown>>();
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #opts: Required<Omit<ClusterNodeOptions, 'onEvent'>>;
@@ -707,6 +710,53 @@ export class ClusterNode implements PeerHandler {
     this.#schedule();
   }
 
+  /**
+   * Serve application messages of `topic` sent by other nodes with {@link callApp}: the
+   * application's own node-to-node calls on the cluster's transport (same address, same secret),
+   * outside Raft — nothing is logged or replicated. The handler validates `body`; what it returns
+   * (JSON) is the caller's result, what it throws the caller's error. Returns an unsubscribe.
+   */
+  onAppRequest(topic: string, handler: (body: unknown) => Promise<unknown>): () => void {
+    if (!/^[\w.:-]{1,200}$/.test(topic))
+      throw new ClusterArgumentError(`bad app topic ${JSON.stringify(topic)}`);
+    this.#appHandlers.set(topic, handler);
+    return () => {
+      if (this.#appHandlers.get(topic) === handler) this.#appHandlers.delete(topic);
+    };
+  }
+
+  /**
+   * Send an application message to the member `to` (a node of the current configuration) and
+   * wait for its handler's answer. Rejects with the handler's error, `NodeStartingError` while
+   * `to` has no handler for `topic`, `UnknownNodeError` for a node not in the configuration, or a
+   * network error / timeout. Not retried: whether to try again is the application's decision.
+   */
+  async callApp(
+    to: NodeId,
+    topic: string,
+    body: unknown,
+    timeoutMs = this.#opts.requestTimeoutMs,
+  ): Promise<unknown> {
+    this.#assertOpen();
+    if (to === this.id) return this.#handleApp(topic, JSON.parse(JSON.stringify(body ?? null)) as unknown);
+    const member = findMember(this.#core.configAt(this.#core.commitIndex), to);
+    if (!member) throw new UnknownNodeError(to);
+    const resp = await this.#transport.call(member.addr, { kind: 'app', topic, body }, timeoutMs);
+    if (resp.ok) return resp.result;
+    throw errorFromJSON(resp.error);
+  }
+
+  async #handleApp(topic: string, body: unknown): Promise<unknown> {
+    const handler = this.#appHandlers.get(topic);
+    if (!handler) throw new NodeStartingError(`no handler for app topic ${topic} on node ${this.id} yet`);
+    try {
+      return await handler(body);
+    } catch (err) {
+      if (err instanceof ClusterError) throw err;
+      throw new CommandFailedError(asError(err).message);
+    }
+  }
+
   isRetired(id: NodeId): boolean {
     return this.#core.configAt(this.#core.commitIndex).retired.includes(id);
   }
@@ -731,6 +781,8 @@ export class ClusterNode implements PeerHandler {
           return { ok: true, result: await this.#handleRemove(request.id) };
         case 'transfer':
           return { ok: true, result: await this.#handleTransfer(request.to) };
+        case 'app':
+          return { ok: true, result: await this.#handleApp(request.topic, request.body) };
       }
     } catch (err) {
       const inner = err instanceof AttemptFailed ? err.cause : err;

@@ -30,7 +30,9 @@ export type NodeRequest =
   | { readonly kind: 'propose'; readonly env: CommandEnvelope }
   | { readonly kind: 'join'; readonly id: NodeId; readonly addr: string }
   | { readonly kind: 'remove'; readonly id: NodeId }
-  | { readonly kind: 'transfer'; readonly to: NodeId | null };
+  | { readonly kind: 'transfer'; readonly to: NodeId | null }
+  /** A message of the application running on the nodes (see `ClusterNode.onAppRequest`); never touches Raft. */
+  | { readonly kind: 'app'; readonly topic: string; readonly body: unknown };
 
 export type NodeResponse =
   | { readonly ok: true; readonly result: unknown }

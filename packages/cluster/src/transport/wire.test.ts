@@ -75,6 +75,14 @@ describe('wire parsing (untrusted input from peers)', () => {
       addr: 'h:2',
     });
     expect(parseNodeRequest({ kind: 'transfer', to: null })).toEqual({ kind: 'transfer', to: null });
+    expect(parseNodeRequest({ kind: 'app', topic: 'mocra.forward', body: { a: 1 } })).toEqual({
+      kind: 'app',
+      topic: 'mocra.forward',
+      body: { a: 1 },
+    });
+    expect(() => parseNodeRequest({ kind: 'app', topic: 'no spaces' })).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_CLUSTER_INVALID_MESSAGE' }),
+    );
     expect(() => parseNodeRequest({ kind: 'explode' })).toThrow(
       expect.objectContaining({ code: 'MOCRA_ERR_CLUSTER_INVALID_MESSAGE' }),
     );

@@ -142,6 +142,11 @@ export function parseNodeRequest(value: unknown): NodeRequest {
     case 'transfer':
       if (value.to !== null && typeof value.to !== 'string') fail('transfer.to must be a node id or null');
       return { kind: 'transfer', to: value.to };
+    case 'app':
+      if (typeof value.topic !== 'string' || !/^[\w.:-]{1,200}$/.test(value.topic))
+        fail('app needs a topic of 1–200 characters of A–Z a–z 0–9 _ . : -');
+      // The body is the application's to check (its handler validates it).
+      return { kind: 'app', topic: value.topic, body: value.body };
     default:
       return fail(`unknown request kind ${value.kind}`);
   }

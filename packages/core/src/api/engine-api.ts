@@ -38,6 +38,8 @@ export interface EngineApiOptions extends Omit<ApiServerOptions, 'controlPlane' 
   processMetrics?: boolean;
   /** How often a node checks the cluster-wide pause key. @default 1000 */
   pausePollMs?: number;
+  /** A partitioned cluster's map for `/nodes`: each member's keys (`host:…`, `account:…`). @default none */
+  partitions?: () => ReadonlyMap<string, readonly string[]>;
 }
 
 export interface EngineApi {
@@ -59,6 +61,7 @@ export async function startEngineApi(engine: Engine, options: EngineApiOptions =
     metrics: metricsOption,
     processMetrics,
     pausePollMs,
+    partitions,
     ...serverOptions
   } = options;
   const node = nodeOption ?? coordination?.nodeId;
@@ -84,6 +87,7 @@ export async function startEngineApi(engine: Engine, options: EngineApiOptions =
     ...(coordination === undefined ? {} : { coordination }),
     ...(clusterInfo === undefined ? {} : { clusterInfo }),
     ...(pausePollMs === undefined ? {} : { pausePollMs }),
+    ...(partitions === undefined ? {} : { partitions }),
   });
   const server = createApiServer({
     ...serverOptions,

@@ -16,6 +16,7 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 import os from 'node:os';
+import type { RaftCoordination } from '../coordination/raft-coordination.js';
 import type { Coordination } from '../coordination/types.js';
 import { MOCRA_VERSION } from '../downloader/version.js';
 import type { DeadLetterQuery } from '../engine/dead-letters.js';
@@ -60,6 +61,8 @@ export interface EngineControlPlaneOptions {
   clusterInfo?: ClusterInfoSource;
   /** How often a node checks the cluster-wide pause key. @default 1000 */
   pausePollMs?: number;
+  /** A partitioned cluster's map for `/nodes`: each member's keys (`host:…`, `account:…`). @default none */
+  partitions?: () => ReadonlyMap<string, readonly string[]>;
   /** Rows of `/observability/hosts`. @default 200 */
   hostsLimit?: number;
   /** How often the throughput history of `/observability/history` is sampled. @default 2000 */
@@ -83,6 +86,7 @@ export class EngineControlPlane implements ControlPlane {
   readonly #telemetry: EngineTelemetry;
   readonly #coordination: Coordination | undefined;
   readonly #clusterInfo: ClusterInfoSource | undefined;
+  readonly #partitions: (() => ReadonlyMap<string, readonly string[]>) | undefined;
   readonly #clustered: boolean;
   readonly #pauseKey: string;
   readonly #hostsLimit: number;
@@ -100,6 +104,7 @@ export class EngineControlPlane implements ControlPlane {
     this.#telemetry = options.telemetry;
     this.#coordination = options.coordination;
     this.#clusterInfo = options.clusterInfo;
+    this.#partitions = options.partitions;
     this.#clustered = options.coordination !== undefined && options.coordination.kind !== 'local';
     this.node = options.node ?? options.coordination?.nodeId ?? os.hostname();
     this.#pauseKey = `${options.engine.queue.namespace}:engine:pause`;
@@ -343,23 +348,47 @@ export class EngineControlPlane implements ControlPlane {
             version: MOCRA_VERSION,
             lastHeartbeat: Date.now(),
             self: true,
+            live: true,
             meta: {},
           },
         ],
       };
     }
     const members = await coordination.members();
-    return {
-      nodes: members.map((m) => ({
-        id: m.id,
-        addr: m.addr ?? null,
-        hostname: m.meta.hostname ?? null,
-        version: m.meta.version ?? null,
-        lastHeartbeat: m.lastSeen,
-        self: m.id === coordination.nodeId,
-        meta: { ...m.meta },
-      })),
-    };
+    const owned = this.#partitions?.();
+    const partitionsOf = (id: string) =>
+      owned === undefined ? {} : { partitions: [...(owned.get(id) ?? [])] };
+    const nodes: NodesView['nodes'] = members.map((m) => ({
+      id: m.id,
+      addr: m.addr ?? null,
+      hostname: m.meta.hostname ?? null,
+      version: m.meta.version ?? null,
+      lastHeartbeat: m.lastSeen,
+      self: m.id === coordination.nodeId,
+      live: true,
+      meta: { ...m.meta },
+      ...partitionsOf(m.id),
+    }));
+    // On Raft, nodes of the cluster whose membership lapsed (dead, or not running a crawl) are
+    // listed too, as not live: a dead node's partitions have moved to the live ones.
+    if (coordination.kind === 'raft' && 'status' in coordination) {
+      const live = new Set(members.map((m) => m.id));
+      for (const n of (coordination as RaftCoordination).status().members) {
+        if (live.has(n.id)) continue;
+        nodes.push({
+          id: n.id,
+          addr: null,
+          hostname: null,
+          version: null,
+          lastHeartbeat: null,
+          self: n.id === coordination.nodeId,
+          live: false,
+          meta: {},
+          ...partitionsOf(n.id),
+        });
+      }
+    }
+    return { nodes };
   }
 
   async pause(): Promise<PauseView> {

@@ -468,9 +468,14 @@ export const nodeViewSchema = named(
     addr: z.string().nullable(),
     hostname: z.string().nullable(),
     version: z.string().nullable(),
-    lastHeartbeat: epochMs,
+    /** Null for a Raft node whose membership lapsed (not live). */
+    lastHeartbeat: epochMs.nullable(),
     self: z.boolean(),
+    /** A current member of the run's membership (heartbeating). */
+    live: z.boolean(),
     meta: z.record(z.string(), z.string()),
+    /** A partitioned cluster's keys (`host:…`, `account:…`) this node owns now. */
+    partitions: z.array(z.string()).optional(),
   }),
 );
 

@@ -47,6 +47,13 @@
  * lapses (retry later), and its unacked messages count as leased until another worker takes them.
  *
  * Kafka's stats are approximate (group lag), so there completion is approximate too.
+ *
+ * A partitioned cluster (no shared queue; distributed/partition-router.ts) has no S to read:
+ * each member reads its own topics inside its answer (`ownTopicsEmpty`) and answers idle only
+ * if they were empty with nothing started meanwhile. Work crosses members only as a forward,
+ * during which the sender counts as busy until the receiver has published it (and its
+ * `started` moved) — so "idle in P0 and P1 with the same `started`" still rules out anything
+ * in flight, forwards included.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLeaderElection, type LeaderElection } from '../coordination/leader.js';
@@ -68,6 +75,12 @@ export interface ClusterRunOptions {
   activity: () => MemberActivity;
   /** True when every topic of the run has nothing ready, delayed or leased. */
   topicsEmpty: () => Promise<boolean>;
+  /**
+   * A partitioned cluster's members each run on their own queues: then a member answers a probe
+   * idle only when its own topics read empty too, with nothing started while they were read.
+   * @default undefined (the topics are shared: `topicsEmpty` covers them)
+   */
+  ownTopicsEmpty?: () => Promise<boolean>;
   /** The run ended cluster-wide (called once). */
   onDone: () => void;
   /** How often a member looks for probes and the end marker. @default 50 */
@@ -216,7 +229,14 @@ export class ClusterRun {
 
   async #answer(epoch: number): Promise<void> {
     // Captured now, written after: the answer describes this member at a time after the probe.
-    const { idle, started } = this.#o.activity();
+    const before = this.#o.activity();
+    const started = before.started;
+    let idle = before.idle;
+    if (idle && this.#o.ownTopicsEmpty !== undefined) {
+      const empty = await this.#o.ownTopicsEmpty();
+      const after = this.#o.activity();
+      idle = empty && after.idle && after.started === started;
+    }
     const service = this.#service() ? 1 : 0;
     await this.#c.set(
       this.#key(`answer:${this.#c.nodeId}`),

@@ -33,6 +33,7 @@ import { hostname } from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type CronOwnership, createCronOwnership } from '../cluster/cron-ownership.js';
 import { type CreateCoordinationOptions, createCoordination } from '../coordination/create-coordination.js';
+import type { RaftCoordination } from '../coordination/raft-coordination.js';
 import type { Coordination } from '../coordination/types.js';
 import { MOCRA_VERSION } from '../downloader/version.js';
 import type { Engine, EngineOptions, RunSummary } from '../engine/engine.js';
@@ -51,10 +52,23 @@ import type { RedisClient } from '../queue/redis-connection.js';
 import type { QueueBackend } from '../queue/types.js';
 import { type ClusterRunOptions, createClusterRun } from './cluster-run.js';
 import { createRedisHostBudget, type RedisHostBudget } from './host-budget.js';
+import { FORWARD_TOPIC, PartitionRouter } from './partition-router.js';
+
+/** How long a forward may take before its work runs on the sending node instead. */
+const FORWARD_TIMEOUT_MS = 10_000;
 
 export interface DistributedOptions {
-  /** Queue backend URL: `redis://…`, `nats://…`, `kafka://…` (`memory://` is one process). */
-  queue: string;
+  /**
+   * Queue backend URL: `redis://…`, `nats://…`, `kafka://…` (`memory://` is one process). Unset
+   * with an open Raft coordination: a partitioned cluster — each node on its own queues, work
+   * routed to the owner of its account or host (distributed/partition-router.ts).
+   */
+  queue?: string;
+  /**
+   * Partitioned cluster: the modules whose entry requests are routed by host (spiders); the
+   * others' tasks are routed by account. @default none
+   */
+  partitionByHost?: readonly string[];
   /**
    * Coordination URL: `redis://…`, `raft://…`, or `local://` for one process — or an open
    * coordination backend (closed with the runtime).
@@ -108,6 +122,9 @@ function schemeOf(url: string): string {
 
 /** Connect everything a worker of a distributed crawl needs. Closes what it opened on failure. */
 export async function connectDistributed(options: DistributedOptions): Promise<DistributedRuntime> {
+  if (options.queue === undefined && typeof options.coordination === 'object') {
+    return connectPartitioned(options, options.coordination);
+  }
   if (typeof options.queue !== 'string' || options.queue.trim() === '') {
     throw new InvalidArgumentError('a distributed run needs a queue URL (redis://, nats:// or kafka://)');
   }
@@ -212,6 +229,7 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
     }
     return new DistributedRuntime({
       queue,
+      partitionByHost: undefined,
       coordination,
       deduplicator,
       budget,
@@ -228,8 +246,50 @@ export async function connectDistributed(options: DistributedOptions): Promise<D
   }
 }
 
+/** A partitioned cluster: the Raft coordination only; the engine keeps its own queues and dedup set. */
+function connectPartitioned(options: DistributedOptions, coordination: Coordination): DistributedRuntime {
+  const namespace = options.namespace ?? 'mocra';
+  const runId = options.runId ?? namespace;
+  const fail = (message: string): never => {
+    void coordination.close().catch(() => undefined);
+    throw new InvalidArgumentError(message);
+  };
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(runId)) {
+    fail(`runId '${runId}' must be 1–128 characters of A–Z a–z 0–9 _ . : -`);
+  }
+  if (!isRaft(coordination)) {
+    fail(
+      'a cluster without a queue service partitions its work over the embedded Raft cluster: use .cluster(ClusterConfig…), or give a queue URL',
+    );
+  }
+  if (options.politeness) {
+    fail(
+      'a partitioned cluster keeps no cluster-wide host budgets: each host is crawled by one node, so give the nodes their own politeness with .politeness() instead of .cluster({ politeness })',
+    );
+  }
+  return new DistributedRuntime({
+    queue: undefined,
+    partitionByHost: options.partitionByHost ?? [],
+    coordination,
+    deduplicator: undefined,
+    budget: undefined,
+    gate: undefined,
+    namespace,
+    runId,
+    completion: options.completion ?? {},
+    cronOwnershipMs: options.cronOwnershipMs ?? 1_000,
+    service: options.service,
+  });
+}
+
+function isRaft(coordination: Coordination): coordination is RaftCoordination {
+  return coordination.kind === 'raft' && 'node' in coordination;
+}
+
 interface RuntimeParts {
-  queue: QueueBackend;
+  /** Undefined: a partitioned cluster (the engine's own queues). */
+  queue: QueueBackend | undefined;
+  partitionByHost: readonly string[] | undefined;
   coordination: Coordination;
   deduplicator: Deduplicator | undefined;
   budget: RedisHostBudget | undefined;
@@ -242,7 +302,10 @@ interface RuntimeParts {
 }
 
 export class DistributedRuntime {
-  readonly queue: QueueBackend;
+  /** The shared queue; undefined on a partitioned cluster (each engine keeps its own). */
+  readonly queue: QueueBackend | undefined;
+  /** Where work goes on a partitioned cluster; undefined with a shared queue. */
+  readonly router: PartitionRouter | undefined;
   readonly coordination: Coordination;
   /** The shared dedup set (closed by the engine with its frontier). */
   readonly deduplicator: Deduplicator | undefined;
@@ -258,6 +321,8 @@ export class DistributedRuntime {
   readonly #service: boolean | undefined;
   /** What {@link engineOptions} was asked for that makes a service node, when not set explicitly. */
   #keptUp = false;
+  /** The running engine's logger (forward failures are reported there). */
+  #log: Engine['log'] | undefined;
   #cronEnabled = true;
   #closed = false;
 
@@ -273,6 +338,27 @@ export class DistributedRuntime {
     this.#cronOwnershipMs = parts.cronOwnershipMs;
     this.#service = parts.service;
     this.cron = createCronOwnership(this.coordination, { refreshMs: parts.cronOwnershipMs });
+    const byHost = new Set(parts.partitionByHost);
+    const coordination = this.coordination;
+    this.router =
+      parts.queue !== undefined || !isRaft(coordination)
+        ? undefined
+        : new PartitionRouter({
+            ownership: this.cron.partitions,
+            nodeId: coordination.nodeId,
+            runId: this.runId,
+            byHost: (module) => byHost.has(module),
+            send: async (to, body) => {
+              await coordination.node.callApp(to, this.#forwardTopic, body, FORWARD_TIMEOUT_MS);
+            },
+            onForwardFailed: (err, to) =>
+              this.#log?.warn({ err, to }, 'forwarding work to its owner failed; it runs on this node'),
+          });
+  }
+
+  /** One topic per run on the cluster's transport: a forward never reaches another run's engine. */
+  get #forwardTopic(): string {
+    return `${FORWARD_TOPIC}:${this.runId}`;
   }
 
   /**
@@ -284,6 +370,22 @@ export class DistributedRuntime {
   engineOptions(base: EngineOptions = {}): EngineOptions {
     this.#keptUp = base.endWhenIdle === false;
     this.#cronEnabled = base.cron?.enabled !== false;
+    const gate = base.cron?.gate;
+    const cron = {
+      recheckRefusedMs: this.#cronOwnershipMs,
+      ...base.cron,
+      gate: (job: { id: string; key: string }) => this.cron.gate(job) && (gate === undefined || gate(job)),
+    };
+    const shared = {
+      coordination: base.coordination ?? this.coordination,
+      cron,
+      runId: this.runId,
+      autoSeed: false,
+      endWhenIdle: false,
+    };
+    // Partitioned: the engine's own queues, dedup set and politeness; only routing is added.
+    if (this.queue === undefined)
+      return { ...base, ...shared, ...(this.router ? { router: this.router } : {}) };
     const frontier = { ...base.frontier };
     if (this.deduplicator) frontier.deduplicator = this.deduplicator;
     if (this.gate) frontier.gate = this.gate;
@@ -302,20 +404,10 @@ export class DistributedRuntime {
       parserTask: Math.max(8, downloads),
       ...base.stages,
     };
-    const gate = base.cron?.gate;
-    const cron = {
-      recheckRefusedMs: this.#cronOwnershipMs,
-      ...base.cron,
-      gate: (job: { id: string; key: string }) => this.cron.gate(job) && (gate === undefined || gate(job)),
-    };
     return {
       ...base,
-      coordination: base.coordination ?? this.coordination,
-      cron,
+      ...shared,
       queue: this.queue,
-      runId: this.runId,
-      autoSeed: false,
-      endWhenIdle: false,
       frontier,
       topics,
       stages,
@@ -328,18 +420,39 @@ export class DistributedRuntime {
    * summary. Does not close the runtime.
    */
   async run(engine: Engine): Promise<RunSummary> {
-    const topics = Object.values(TOPICS).map((name) => this.queue.topic(name));
+    this.#log = engine.log;
+    const queue = this.queue ?? engine.queue;
+    const topics = Object.values(TOPICS).map((name) => queue.topic(name));
+    const topicsEmpty = async () => {
+      for (const topic of topics) {
+        const s = await topic.stats();
+        if (s.ready + s.delayed + s.inflight > 0) return false;
+      }
+      return true;
+    };
+    const router = this.router;
+    // Partitioned: take the work other nodes route here. Registered before joining (as soon as
+    // this node is a member it owns keys); a forward that comes before the engine runs waits
+    // for it (the sender gives up after its timeout and keeps the work).
+    let engineStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      engineStarted = resolve;
+    });
+    const unsubscribe =
+      router === undefined || !isRaft(this.coordination)
+        ? undefined
+        : this.coordination.node.onAppRequest(this.#forwardTopic, async (body) => {
+            const work = router.received(body);
+            await started;
+            await engine.accept(work);
+            return { accepted: true };
+          });
     const cluster = createClusterRun({
       coordination: this.coordination,
       runId: this.runId,
       activity: () => engine.activity(),
-      topicsEmpty: async () => {
-        for (const topic of topics) {
-          const s = await topic.stats();
-          if (s.ready + s.delayed + s.inflight > 0) return false;
-        }
-        return true;
-      },
+      topicsEmpty,
+      ...(router === undefined ? {} : { ownTopicsEmpty: topicsEmpty }),
       onDone: () => {
         if (engine.state === 'running') void engine.stop('idle');
       },
@@ -348,11 +461,17 @@ export class DistributedRuntime {
       service: this.isService(engine),
       ...this.#completion,
     });
-    await cluster.start();
+    try {
+      await cluster.start();
+    } catch (err) {
+      unsubscribe?.();
+      throw err;
+    }
     await this.cron
       .start()
       .catch((err: unknown) => engine.log.warn({ err }, 'cron ownership: members not read'));
     const running = engine.run();
+    engineStarted();
     if (cluster.done) void engine.stop('idle'); // the run had ended before this process joined
     const seeding = (async () => {
       // Retried while the run lasts: the run cannot end before it was seeded.
@@ -376,6 +495,7 @@ export class DistributedRuntime {
     try {
       return await running;
     } finally {
+      unsubscribe?.();
       this.cron.stop();
       await cluster.close();
       await seeding.catch(() => undefined);
@@ -397,6 +517,6 @@ export class DistributedRuntime {
     await this.deduplicator?.close().catch(() => undefined);
     await this.budget?.close().catch(() => undefined);
     await this.coordination.close().catch(() => undefined);
-    await this.queue.close().catch(() => undefined);
+    await this.queue?.close().catch(() => undefined);
   }
 }

@@ -16,4 +16,10 @@ export type { DistributedOptions } from './distributed-runtime.js';
 export { connectDistributed, DistributedRuntime } from './distributed-runtime.js';
 export type { RedisHostBudgetOptions } from './host-budget.js';
 export { createRedisHostBudget, RedisHostBudget } from './host-budget.js';
+export type { ForwardBody, PartitionRouterOptions } from './partition-router.js';
+export {
+  accountPartitionKey,
+  hostPartitionKey,
+  PartitionRouter,
+} from './partition-router.js';
 export { markSeenThroughCache, SeenCache } from './seen-cache.js';

@@ -145,6 +145,30 @@ export interface EngineTopicOptions {
   error?: Omit<TopicOptions, 'capacity'>;
 }
 
+/**
+ * Where work runs in a partitioned cluster (several nodes, each on its own queues; see
+ * distributed/partition-router.ts). The engine asks it twice and nowhere else:
+ *
+ * ```
+ *  submit(task)            seeding, cron, /start_work   routeTask: forwarded to its owner, or here
+ *  task ▶ generate(entry)  a task's first requests      routeSeeds: each to its owner, the rest here
+ * ```
+ *
+ * Everything after that (follow-ups, retries) stays on the node that runs it. Both calls run
+ * while the engine counts itself busy, so a forward in flight keeps the cluster from ending.
+ */
+export interface EngineRouter {
+  /** True when `task` was handed to (and accepted by) another node; false: run it here. */
+  routeTask(task: TaskEvent): Promise<boolean>;
+  /** Hand the entry requests other nodes own to them; returns those that run here. */
+  routeSeeds(requests: Request[], task: TaskEvent): Promise<Request[]>;
+}
+
+/** Work another node of a partitioned cluster routed here (see {@link EngineRouter}). */
+export type ForwardedWork =
+  | { readonly kind: 'task'; readonly task: TaskEvent }
+  | { readonly kind: 'seeds'; readonly followUp: FollowUpTask };
+
 export interface EngineOptions {
   /**
    * Where the stage topics live. Not closed by the engine when given. @default a new in-memory
@@ -211,6 +235,8 @@ export interface EngineOptions {
    * (docs/error-handling.md, "Crash-safe runs")
    */
   persist?: string;
+  /** Partitioned cluster: which node runs which task and entry request. Set by the distributed runtime. @default undefined (all here) */
+  router?: EngineRouter;
   /** @default a pino logger on stderr */
   logger?: Logger;
   /** @default 'warn' (see observability/logger.ts for the environment variables) */
@@ -615,15 +641,43 @@ export class Engine {
     }
     const payload: TaskEvent = { ...task, runId: task.runId ?? this.runId };
     this.modules.modulesOf(payload); // UnknownModuleError for a name that is not registered
+    const router = this.#options.router;
+    await this.#publishFromOutside(async () => {
+      if (router !== undefined && (await router.routeTask(payload))) return;
+      await this.#publishTask(payload);
+    });
+  }
+
+  /**
+   * Take work another node routed here (it runs here, whoever owns it by now: routing again
+   * could bounce it between nodes whose member lists differ for a moment). Resolves once it is
+   * on this node's queue — with `persist`, on disk.
+   */
+  async accept(work: ForwardedWork): Promise<void> {
+    if (this.#state !== 'running') {
+      throw new EngineStateError(`cannot accept forwarded work: the engine is ${this.#state}`);
+    }
+    if (work.kind === 'task') {
+      this.modules.modulesOf(work.task);
+      await this.#publishFromOutside(() => this.#publishTask(work.task));
+      return;
+    }
+    const followUp = work.followUp;
+    this.registry.node(this.registry.get(followUp.module), followUp.node);
     await this.#publishFromOutside(() =>
-      this.#topics.task.publish([
-        {
-          payload,
-          ...(task.priority === undefined ? {} : { priority: task.priority }),
-          ...keyOf(task.account),
-        },
-      ]),
+      this.#topics.parserTask.publish([{ payload: followUp, ...keyOf(followUp.account) }]),
     );
+    this.modules.onFollowUpsPublished([followUp]);
+  }
+
+  #publishTask(payload: TaskEvent): Promise<void> {
+    return this.#topics.task.publish([
+      {
+        payload,
+        ...(payload.priority === undefined ? {} : { priority: payload.priority }),
+        ...keyOf(payload.account),
+      },
+    ]);
   }
 
   /**
@@ -835,7 +889,10 @@ export class Engine {
       }
       started.push(registered);
     }
-    const result = await this.#admitAndPublish(requests, 'task', admissionClaimOf(delivery));
+    const router = this.#options.router;
+    const here =
+      router === undefined || requests.length === 0 ? requests : await router.routeSeeds(requests, task);
+    const result = await this.#admitAndPublish(here, 'task', admissionClaimOf(delivery));
     if (result !== undefined) return result; // put back: the entry nodes are not done yet
     for (const registered of started) joins.push(...this.modules.onTaskDone(registered, task.runId));
     await this.#publishJoins(joins, task);

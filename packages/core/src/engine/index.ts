@@ -1,9 +1,11 @@
 export type {
   EngineCronOptions,
   EngineOptions,
+  EngineRouter,
   EngineState,
   EngineStats,
   EngineTopicOptions,
+  ForwardedWork,
   RunSummary,
   StageConcurrency,
   StageStats,

@@ -47,10 +47,17 @@ export class BatchWriter {
       return Promise.reject(new StoreFailedError(this.#dir, 'queueing a batch', { cause: err }));
     }
     const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    this.#start();
+    return done;
+  }
+
+  #start(): void {
+    // Operations queued after the loop's last check but before this callback ran would
+    // otherwise wait for a loop that has ended: start another.
     this.#running ??= this.#loop().finally(() => {
       this.#running = undefined;
+      if (this.#next !== undefined) this.#start();
     });
-    return done;
   }
 
   /** Resolves when everything queued so far is written. */

@@ -1,13 +1,14 @@
 /**
- * The `mocra` command line: `mocra crawl <url…>` and `mocra run <spider-file>`, with `--help`
- * on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
+ * The `mocra` command line: `mocra crawl <url…>`, `mocra run <spider-file>`, `mocra create <dir>`
+ * and `mocra store …`, with `--help` on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
  */
 
-import { createRequire } from 'node:module';
 import { isMocraError, LINK_SCOPES } from '@mocra/core';
 import { Command, CommanderError, Option } from 'commander';
 import { crawlCommand } from './crawl-command.js';
+import { type CreateFlags, createCommand } from './create-command.js';
 import type { CliIo } from './execute.js';
+import { isUnreleased, ownPackage } from './own-package.js';
 import { runCommand } from './run-command.js';
 import { addRuntimeFlags, type CrawlFlags, patternFlag, type RuntimeFlags } from './runtime-options.js';
 import { addStoreCommands } from './store-commands.js';
@@ -34,23 +35,19 @@ name, startUrls or start(seeds), and parse(res, cx), what defineSpider() returns
 what defineModule() returns. The file needs no project of its own: \`mocra\` resolves from the
 file's project, else from this command's installation.`;
 
-/** This package's version, read at run time (a clone of the repository says it is not a release). */
+const EXAMPLES_CREATE = `
+Examples:
+  mocra create my-crawler && cd my-crawler && npm install && npm test
+  mocra create my-crawler --link ~/src/mocra   # offline: link a built clone of the repository
+
+An unreleased build (run from a clone of the repository) links to its own clone by default.`;
+
+/** This package's version (a clone of the repository says it is not a release). */
 function version(): string {
-  // dist/cli.js and src/cli/program.ts sit at different depths in the package.
-  const require = createRequire(import.meta.url);
-  let v = 'unknown';
-  for (const candidate of ['../package.json', '../../package.json']) {
-    try {
-      const manifest = require(candidate) as { name?: string; version: string };
-      if (manifest.name === 'mocra') {
-        v = manifest.version;
-        break;
-      }
-    } catch {
-      // not at this depth
-    }
-  }
-  return v === '0.0.0' ? `${v} (unreleased: built from the repository, not a published package)` : v;
+  const pkg = ownPackage();
+  return isUnreleased(pkg)
+    ? `${pkg.version} (unreleased: built from the repository, not a published package)`
+    : pkg.version;
 }
 
 /** The runtime flags with the names of those given on the command line. */
@@ -118,6 +115,24 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
   addRuntimeFlags(run).action(async (file: string, flags: RuntimeFlags, command: Command) => {
     onExit(await runCommand(file, withGiven(flags, command), io));
   });
+  program
+    .command('create')
+    .description('write a new crawler project: a spider, its offline test, package.json and README')
+    .argument('<dir>', 'directory of the new project (created, or empty)')
+    .option(
+      '--link <clone>',
+      'depend on the built packages of this clone of the mocra repository (file: links) instead of the registry',
+    )
+    .option(
+      '--force',
+      'write into a directory that is not empty (files of the same name are replaced)',
+      false,
+    )
+    .addHelpText('after', EXAMPLES_CREATE)
+    .exitOverride()
+    .action((dir: string, flags: CreateFlags) => {
+      onExit(createCommand(dir, flags, io));
+    });
   addStoreCommands(program, io, onExit);
   return program;
 }
