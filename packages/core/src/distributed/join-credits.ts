@@ -27,7 +27,7 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Coordination } from '../coordination/types.js';
-import type { StageName } from '../model/events.js';
+import { ATTEMPT_HEADER, type StageName } from '../model/events.js';
 import type { ModuleGraph } from '../module/graph.js';
 import type { JoinReady } from '../module/run-ledger.js';
 import type { Logger } from '../observability/logger.js';
@@ -51,6 +51,9 @@ export interface CreditFlushMessage {
 }
 
 const flushChannel = diagnostics_channel.channel('mocra:dag:credit-flush');
+
+/** The unit id of a run's seed (a task without credit). */
+const SEED_ID = 'seed';
 
 export interface JoinCreditsOptions {
   coordination: Coordination;
@@ -159,6 +162,10 @@ export class JoinCredits {
     return async (delivery, signal) => {
       const scope = this.#open(stage, delivery);
       if (scope === undefined) return handle(delivery, signal);
+      if (stage === 'task' && !(await this.#claimSeed(delivery, scope))) {
+        this.#close(scope, false);
+        return undefined; // the run was seeded by another task message: this one is a copy
+      }
       let result: TResult | undefined;
       try {
         result = await handle(delivery, signal);
@@ -233,7 +240,40 @@ export class JoinCredits {
     const key = `${this.#namespace}:dag:gate:join:${runId}:${module}:${node}`;
     const coordination = this.#options.coordination;
     if (await coordination.compareAndSet(key, undefined, delivery.id, { ttlMs: this.#ttlMs })) return true;
+    // A retry (the error stage republished it after the join's handler failed) is a new message
+    // of the claimed join: it takes the claim over.
+    if (delivery.headers[ATTEMPT_HEADER] !== undefined) {
+      await coordination.set(key, delivery.id, { ttlMs: this.#ttlMs });
+      return true;
+    }
     return (await coordination.get(key)) === delivery.id;
+  }
+
+  /**
+   * A run of a join module holds credit 1 once: the first task message that seeds it claims it
+   * (its redeliveries pass too). Two tasks seeding one run would both spend the same credit and
+   * could fire the join early, so a second one is dropped, with a warning — when every module
+   * it names is a join module (else it runs, and the warning says its joins may fire early).
+   */
+  async #claimSeed(delivery: Delivery<unknown>, scope: UnitScope): Promise<boolean> {
+    const coordination = this.#options.coordination;
+    const copies: string[] = [];
+    for (const [module, { credit, accumulator }] of scope.units) {
+      if (credit.id !== SEED_ID) continue;
+      const key = `${this.#namespace}:dag:seed:${accumulator.runId}:${module}`;
+      if (await coordination.compareAndSet(key, undefined, delivery.id, { ttlMs: this.#ttlMs })) continue;
+      if ((await coordination.get(key)) !== delivery.id) copies.push(module);
+    }
+    if (copies.length === 0) return true;
+    const all = this.#options.modulesOf(delivery.payload as { module?: string; modules?: string[] });
+    const drop = all.every((m) => copies.includes(m));
+    this.#options.log.warn(
+      { modules: copies, message: delivery.id },
+      drop
+        ? `a second task for a run of join module(s) ${copies.join(', ')} was dropped: the run was already seeded by another task message`
+        : `a second task seeds a run of join module(s) ${copies.join(', ')} already seeded by another task message: their joins may fire early`,
+    );
+    return !drop;
   }
 
   /** Writes everything accumulated now (on shutdown), and stops taking more. */
@@ -280,7 +320,7 @@ export class JoinCredits {
       return this.#options
         .modulesOf(p as { module?: string; modules?: string[] })
         .filter((module) => this.tracks(module))
-        .map((module) => ({ runId, module, credit: credit ?? { phase: 0, exp: 0, id: 'seed' }, origin }));
+        .map((module) => ({ runId, module, credit: credit ?? { phase: 0, exp: 0, id: SEED_ID }, origin }));
     }
     const module = p.module;
     if (typeof module !== 'string' || !this.tracks(module)) return [];
