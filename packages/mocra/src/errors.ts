@@ -16,6 +16,8 @@ export const MOCRA_ERROR_CODES = {
     'A `--persist` run cannot resume its `--out` file: the file is missing or shorter than the interrupted run wrote, so lines already done would be lost; restore the file, or start afresh with a new persist directory.',
   MOCRA_ERR_CREATE_NOT_EMPTY:
     '`mocra create` was pointed at a directory that is not empty; choose a new one, or pass `--force` to write the project into it (files of the same name are replaced).',
+  MOCRA_ERR_OUTPUT_EXISTS:
+    'A command would write a file that already exists (`mocra config migrate`); nothing was written: give `--force` to overwrite it, or another `-o <path>`.',
 } as const;
 
 export type MocraErrorCode = keyof typeof MOCRA_ERROR_CODES;
@@ -88,5 +90,15 @@ export class ProjectNotEmptyError extends MocraError {
       `${dir} is not empty: choose a new directory, or pass --force to write the project into it (files of the same name are replaced)`,
       { retryable: false },
     );
+  }
+}
+
+/** A command's output file exists and `--force` was not given. */
+export class OutputExistsError extends MocraError {
+  override readonly name = 'OutputExistsError';
+  constructor(readonly file: string) {
+    super('MOCRA_ERR_OUTPUT_EXISTS', `${file} exists; give --force to overwrite it, or another -o <path>`, {
+      retryable: false,
+    });
   }
 }

@@ -15,6 +15,8 @@ export type { ConfigEnv, LoadConfigOptions, ParsedToml, ResolveConfigOptions } f
 export { loadConfig, mergeTables, parseToml, readConfigFile, resolveConfig } from './load.js';
 export type { KeySegment, SourcePosition } from './locate.js';
 export { formatKeyPath, TomlKeyLocator } from './locate.js';
+export type { CarriedKey, DroppedKey, MigrateRustConfigOptions, RustConfigMigration } from './migrate.js';
+export { migrateRustConfig } from './migrate.js';
 export type {
   MemoryModuleConfigData,
   ModuleConfigProvider,

@@ -1,10 +1,12 @@
 /**
- * The `mocra` command line: `mocra crawl <url…>`, `mocra run <spider-file>`, `mocra create <dir>`
- * and `mocra store …`, with `--help` on every command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
+ * The `mocra` command line: `mocra crawl <url…>`, `mocra run <spider-file>`, `mocra create <dir>`,
+ * `mocra store …` and `mocra config migrate <file>`, with `--help` on every command. `main(argv)`
+ * returns the exit code (see execute.ts); bad usage is 2.
  */
 
 import { isMocraError, LINK_SCOPES } from '@mocra/core';
 import { Command, CommanderError, Option } from 'commander';
+import { addConfigCommands } from './config-command.js';
 import { crawlCommand } from './crawl-command.js';
 import { type CreateFlags, createCommand } from './create-command.js';
 import type { CliIo } from './execute.js';
@@ -134,6 +136,7 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
       onExit(createCommand(dir, flags, io));
     });
   addStoreCommands(program, io, onExit);
+  addConfigCommands(program, io, onExit);
   return program;
 }
 
