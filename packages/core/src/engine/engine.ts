@@ -82,6 +82,7 @@ import type { DataSink, ItemMeta } from '../model/item.js';
 import { Request, type RequestData } from '../model/request.js';
 import { Response } from '../model/response.js';
 import { scheduleModuleCrons } from '../module/cron-jobs.js';
+import type { ModuleGraph } from '../module/graph.js';
 import { ParseContext } from '../module/parse-context.js';
 import { ModuleRegistry, type RegisteredModule } from '../module/registry.js';
 import { type JoinReady, RunLedger } from '../module/run-ledger.js';
@@ -926,13 +927,18 @@ export class Engine {
 
   #createJoinCredits(coordination: Coordination | undefined, namespace: string): JoinCredits | undefined {
     if (coordination === undefined || coordination.kind === 'local') return undefined;
+    const joinGraphs = new Map<string, ModuleGraph | undefined>();
     return new JoinCredits({
       coordination,
       namespace,
       log: this.log,
       graphOf: (module) => {
+        // Asked for every delivery: modules are registered before run(), so cache the answer.
+        if (joinGraphs.has(module)) return joinGraphs.get(module);
         const graph = this.registry.has(module) ? this.registry.get(module).graph : undefined;
-        return graph?.order.some((id) => graph.nodes.get(id)?.join === true) ? graph : undefined;
+        const joins = graph?.order.some((id) => graph.nodes.get(id)?.join === true) ? graph : undefined;
+        if (this.#state !== 'created') joinGraphs.set(module, joins);
+        return joins;
       },
       modulesOf: (task) => this.modules.modulesOf(task as TaskEvent).map((r) => r.module.name),
       fire: (joins, origin) =>
