@@ -89,7 +89,7 @@ test('Kafka (fake broker) with Redis coordination: three engines, each run’s j
         namespace,
         completion: { pollMs: 50, checkEveryMs: 150 },
         queueOptions: {
-          kafka: { kafka: broker.client(), sessionTimeoutMs: 1_000, heartbeatIntervalMs: 100, pollMs: 20 },
+          kafka: { kafka: broker.client(), sessionTimeoutMs: 1_000, heartbeatIntervalMs: 100 },
         },
       }),
     ),
