@@ -163,6 +163,34 @@ describe('a three-node cluster in one process', () => {
     await expect(f.increment('text')).rejects.toMatchObject({ code: 'MOCRA_ERR_CLUSTER_COMMAND_FAILED' });
   });
 
+  test('app messages: a node calls another one through the cluster transport, outside Raft', async () => {
+    const [a, b] = [nodes.get('n2')!, nodes.get('n3')!];
+    // No handler yet: retryable "starting", so the caller can decide to try again.
+    await expect(a.callApp('n3', 'echo', { x: 1 })).rejects.toMatchObject({
+      code: 'MOCRA_ERR_CLUSTER_STARTING',
+      retryable: true,
+    });
+    const off = b.onAppRequest('echo', async (body) => {
+      if ((body as { fail?: boolean }).fail) throw new Error('refused by the handler');
+      return { echoed: body, by: b.id };
+    });
+    expect(await a.callApp('n3', 'echo', { x: 1 })).toEqual({ echoed: { x: 1 }, by: 'n3' });
+    await expect(a.callApp('n3', 'echo', { fail: true })).rejects.toMatchObject({
+      code: 'MOCRA_ERR_CLUSTER_COMMAND_FAILED',
+      message: 'refused by the handler',
+    });
+    // To itself: the handler runs in process, on a copy of the body.
+    expect(await b.callApp('n3', 'echo', { y: 2 })).toEqual({ echoed: { y: 2 }, by: 'n3' });
+    await expect(a.callApp('nobody', 'echo', {})).rejects.toMatchObject({
+      code: 'MOCRA_ERR_CLUSTER_UNKNOWN_NODE',
+    });
+    expect(() => b.onAppRequest('no spaces', async () => null)).toThrow(
+      expect.objectContaining({ code: 'MOCRA_ERR_CLUSTER_INVALID_ARGUMENT' }),
+    );
+    off();
+    await expect(a.callApp('n3', 'echo', {})).rejects.toMatchObject({ code: 'MOCRA_ERR_CLUSTER_STARTING' });
+  });
+
   test('peers must present the shared secret; malformed bodies get typed 400s', async () => {
     const addr = nodes.get('n2')!.addr;
     const post = async (route: string, body: string, secret?: string) => {

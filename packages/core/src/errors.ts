@@ -32,6 +32,8 @@ export const CORE_ERROR_CODES = {
     'A queue or coordination server (Redis, NATS, Kafka) could not be reached or failed a command.',
   MOCRA_ERR_QUEUE_DATA_LOST:
     "The queue's server came back without the crawl's data (a Redis restarted without persistence, or flushed): the queued work and the dedup set are gone, so the engine stops instead of calling the crawl finished.",
+  MOCRA_ERR_COORDINATION_DATA_LOST:
+    "The coordination server came back without the crawl's data (a Redis restarted without persistence, or flushed): the run's markers, locks and fencing counters (and the dedup set, when it held it) are gone, so the engine stops instead of waiting forever for a run that can no longer end.",
   MOCRA_ERR_COORDINATION_CLOSED: 'A coordination backend was used after close().',
   MOCRA_ERR_ENGINE_STATE: 'An engine method was called in a state that does not allow it (e.g. run() twice).',
   MOCRA_ERR_UNKNOWN_MODULE: 'A task or follow-up names a module or node that is not registered.',
@@ -197,6 +199,17 @@ export function isMocraError(err: unknown): err is MocraError {
   if (err instanceof MocraError) return true;
   const code = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
   return typeof code === 'string' && code.startsWith('MOCRA_ERR_');
+}
+
+/**
+ * A server the crawl depends on came back without the crawl's data (QueueDataLostError,
+ * CoordinationDataLostError): the run must stop, not wait or end as if it were done.
+ */
+export function isDataLost(err: unknown): err is MocraError {
+  return (
+    isMocraError(err) &&
+    (err.code === 'MOCRA_ERR_QUEUE_DATA_LOST' || err.code === 'MOCRA_ERR_COORDINATION_DATA_LOST')
+  );
 }
 
 export class InternalError extends MocraError {
@@ -384,6 +397,21 @@ export class QueueDataLostError extends MocraError {
     super(
       'MOCRA_ERR_QUEUE_DATA_LOST',
       `${backend}: ${server} came back without this crawl's queues (restarted without persistence, or flushed); the work queued there is lost — start the crawl again (with an output file it resumes from what was written)`,
+      { retryable: false },
+    );
+  }
+}
+
+/** Stops the engine (see the code table): what the coordination server held for this crawl is gone. */
+export class CoordinationDataLostError extends MocraError {
+  override readonly name = 'CoordinationDataLostError';
+  constructor(
+    readonly backend: string,
+    readonly server: string,
+  ) {
+    super(
+      'MOCRA_ERR_COORDINATION_DATA_LOST',
+      `${backend}: ${server} came back without this crawl's coordination data (restarted without persistence, or flushed); the run's markers and locks are lost — start the crawl again (with an output file it resumes from what was written)`,
       { retryable: false },
     );
   }

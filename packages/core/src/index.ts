@@ -1,5 +1,9 @@
-// Public entry of @mocra/core. Each folder names what it exports; this file lists them
-// explicitly (no `export *`) so the public surface is reviewed, not accidental.
+/**
+ * Public entry of @mocra/core. Each folder names what it exports; this file lists them
+ * explicitly (no `export *`) so the public surface is reviewed, not accidental.
+ *
+ * @module @mocra/core
+ */
 
 // The control API (fastify, its schemas and the dashboard) is the subpath @mocra/core/api; the
 // root names only what a program needs to start it, and loads the rest on that first call.
@@ -183,6 +187,7 @@ export type {
   ClusterRunOptions,
   DistributedOptions,
   ForwardBody,
+  ForwardMessage,
   MemberActivity,
   NatsDeduplicatorOptions,
   PartitionRouterOptions,
@@ -200,6 +205,7 @@ export {
   createRedisHostBudget,
   DistributedRuntime,
   dedupKeyBytes,
+  forwardChannel,
   hostPartitionKey,
   NatsDeduplicator,
   natsDedupBucket,
@@ -316,6 +322,7 @@ export type {
 } from './engine/dead-letters.js';
 export { EngineDeadLetters, REPLAYED_HEADER } from './engine/dead-letters.js';
 export type {
+  EngineCounters,
   EngineCronOptions,
   EngineOptions,
   EngineRouter,
@@ -326,6 +333,7 @@ export type {
   HandlerResult,
   LocalDeliveryFields,
   PersistLock,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageRunnerOptions,
@@ -379,6 +387,7 @@ export {
   ConnectionError,
   ContentDecodingError,
   CoordinationClosedError,
+  CoordinationDataLostError,
   CriticalError,
   DataFrameSchemaError,
   DataFrameWriteError,

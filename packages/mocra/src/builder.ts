@@ -617,7 +617,7 @@ export class MocraBuilder {
     }
     for (const listener of this.#startListeners) listener(engine);
     // Names a config layer selects (middleware) must exist: a typo fails here, not per request.
-    await engine.modules.validateAll();
+    await engine.validateModules();
     const live = this.#watchConfig(engine);
     const runEngine = async () => {
       // DAG jobs: this node's dispatcher and worker, on the engine's queue and the coordination.

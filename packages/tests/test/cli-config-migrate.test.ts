@@ -5,6 +5,7 @@
 import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig, parseToml, REFUSED_UPSTREAM_MODULE_KEYS, resolveConfig } from '@mocra/core';
+import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { assertBuilt, FIXTURES, mocra, tempDir } from './journeys/harness.js';
 
@@ -257,6 +258,32 @@ describe('mocra config migrate: a config.toml with every documented key', () => 
     expect(forced.code).toBe(0);
     expect(readFileSync(written, 'utf8')).toMatch(/^# mocra\.toml, migrated/);
   });
+});
+
+describe('a single-node Rust config, migrated, runs a crawl', () => {
+  let site: FixtureSite;
+  beforeAll(async () => {
+    site = await startFixtureSite();
+  });
+  afterAll(() => site?.close());
+
+  test('its 1 s timeout and zero retries hold in `mocra run --config mocra.toml`', async () => {
+    const file = userFile('standalone.toml', 'standalone');
+    const migrated = await mocra(['config', 'migrate', file], { cwd: dir });
+    expect(migrated.code).toBe(0);
+    const toml = path.join(path.dirname(file), 'mocra.toml');
+    const out = path.join(path.dirname(file), 'items.jsonl');
+    const ran = await mocra(
+      ['run', path.join(FIXTURES, 'cli-slow-spider.ts'), '--config', toml, '--out', out, '--no-progress'],
+      { cwd: dir, env: { MOCRA_TEST_SITE: site.url } },
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(20);
+    // The 3 s route was given up after one attempt: download_config.timeout = 1 became
+    // module_defaults.timeout_ms = 1000 and request_max_retries = 0 became retry.max_retries = 0.
+    expect(ran.stderr).toContain('MOCRA_ERR_TIMEOUT');
+    expect(site.stats().paths['/delay/3000']).toBe(1);
+  }, 60_000);
 });
 
 describe('mocra config migrate: module keys, values mocra refuses, -o -', () => {

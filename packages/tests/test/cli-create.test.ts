@@ -1,14 +1,16 @@
 // `mocra create <dir>` as a new user runs it: the built bin writes a project, `npm install`
 // installs it (offline: an unreleased build links its own clone's built packages), and in the
 // project `npm test`, `npm run typecheck` and `npx mocra run src/spider.ts` work as its README says.
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { catalogBooks, type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { BIN } from './cli-bin.js';
 
+const exec = promisify(execFile);
 const tmp = mkdtempSync(path.join(tmpdir(), 'mocra-cli-create-'));
 const project = path.join(tmp, 'my-crawler');
 const siteOptions = { catalog: { books: 60 } };
@@ -38,30 +40,31 @@ function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-function run(
+async function run(
   command: string,
   args: readonly string[],
   cwd: string,
   env: Record<string, string> = {},
-  timeoutMs = 120_000,
 ): Promise<Ran> {
   const started = Date.now();
-  const child = spawn(command, args, { cwd, env: userEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => {
-    stdout += b.toString();
-  });
-  child.stderr.on('data', (b: Buffer) => {
-    stderr += b.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: Date.now() - started });
-    }),
-  );
+  try {
+    const { stdout, stderr } = await exec(command, [...args], {
+      cwd,
+      env: userEnv(env),
+      timeout: 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr, ms: Date.now() - started };
+  } catch (err) {
+    const failed = err as { code?: unknown; stdout?: string; stderr?: string };
+    const code = typeof failed.code === 'number' ? failed.code : null;
+    return {
+      code,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? String(err),
+      ms: Date.now() - started,
+    };
+  }
 }
 
 const mocra = (args: readonly string[], cwd = tmp) => run(process.execPath, [BIN, ...args], cwd);

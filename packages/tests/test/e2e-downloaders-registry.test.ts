@@ -133,14 +133,14 @@ describe('selecting downloaders by name', () => {
       .downloader(broken)
       .handleSignals(false)
       .build();
-    const health = await engine.downloads.checkHealth();
+    const health = await engine.downloaders.checkHealth();
     expect(health.map((h) => [h.name, h.healthy, h.checked])).toEqual([
       ['default', true, false],
       ['healthy', true, true],
       ['broken', false, true],
     ]);
     expect(health[2]?.error?.message).toBe('upstream API key expired');
-    expect(engine.downloads.stats().downloaders).toEqual(['default', 'http', 'healthy', 'broken']);
+    expect(engine.downloaders.stats().downloaders).toEqual(['default', 'http', 'healthy', 'broken']);
     await engine.run();
   });
 });

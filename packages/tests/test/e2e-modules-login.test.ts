@@ -189,6 +189,6 @@ describe('login', () => {
     await run;
     expect(items.sort()).toEqual(['alice:alice', 'bob:bob']);
     expect(site.stats({ log: false }).auth.logins).toBe(2);
-    expect(engine.modules.sessions.size).toBe(2);
+    expect(engine.sessions.size).toBe(2);
   });
 });

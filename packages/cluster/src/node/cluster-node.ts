@@ -216,9 +216,9 @@ class AttemptFailed extends Error {
 }
 
 /**
- * One member of a Raft cluster: drives a {@link RaftCore} with a clock, persists its Ready batches
- * to {@link RaftStorage} before anything they promise is sent, applies committed entries to the
- * {@link ControlState}, and serves the client API (any node accepts writes and forwards them to
+ * One member of a Raft cluster: drives a `RaftCore` with a clock, persists its Ready batches
+ * to `RaftStorage` before anything they promise is sent, applies committed entries to the
+ * `ControlState`, and serves the client API (any node accepts writes and forwards them to
  * the leader; reads are linearizable through ReadIndex by default).
  *
  * ```

@@ -1,3 +1,8 @@
+/**
+ * The control API and the dashboard, served next to a crawl (docs/api-reference.md).
+ *
+ * @module @mocra/core/api
+ */
 export { ApiKeyChecker } from './auth.js';
 export type { ApiConfigOptions } from './config.js';
 export { apiOptionsFromConfig } from './config.js';

@@ -106,7 +106,7 @@ interface Pending {
 
 /**
  * Sends remote-placed nodes to workers and waits for their outputs. `for(graph)` gives the
- * {@link NodeDispatcher} of one graph (pass it as a DagScheduler's `dispatcher`).
+ * `NodeDispatcher` of one graph (pass it as a DagScheduler's `dispatcher`).
  */
 export class QueueDagDispatcher {
   readonly nodeId: string;

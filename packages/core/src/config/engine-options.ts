@@ -133,7 +133,7 @@ export function applyLiveConfig(
     applied.push(change.key);
   }
   if (moduleConfigChanged) {
-    const resolver = engine.modules.moduleConfig;
+    const resolver = engine.moduleConfig;
     const { data, defaults } = moduleConfigOf(config);
     // A database provider keeps config.toml's layers under its own (`memory`).
     const memory =

@@ -510,7 +510,7 @@ function buildConfigSchemas() {
       queue: key(backendUrl.optional(), {
         live: false,
         description:
-          'Queue backend of the stage topics: `memory://` (one process), `redis://host:6379`, `nats://host:4222` or `kafka://host:9092`. Anything but memory makes the run distributed. Unset: `MOCRA_QUEUE`, else memory.',
+          'Queue backend of the stage topics: `memory://` (one process), `redis://host:6379`, `nats://host:4222` or `kafka://host:9092`. Anything but memory makes the run distributed; with `.cluster(ClusterConfig…)`, unset or memory makes a partitioned Raft cluster (no queue service). Unset: `MOCRA_QUEUE`, else memory.',
         upstream: 'channel_config.kafka / channel_config.nats',
       }),
       coordination: key(backendUrl.optional(), {
@@ -796,7 +796,7 @@ export const configKeyInfo: ConfigSchemas['configKeyInfo'] = builtOnFirstUse(() 
 export const moduleSettingsShape: ConfigSchemas['moduleSettingsShape'] = builtOnFirstUse(
   () => schemas().moduleSettingsShape,
 );
-/** One module-config layer: the typed keys of {@link moduleSettingsShape}, plus any JSON the user wants. */
+/** One module-config layer: the typed keys of `moduleSettingsShape`, plus any JSON the user wants. */
 export const moduleLayerSchema: ConfigSchemas['moduleLayerSchema'] = builtOnFirstUse(
   () => schemas().moduleLayerSchema,
 );

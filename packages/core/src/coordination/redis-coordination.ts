@@ -9,17 +9,22 @@
  *                                        so tokens strictly increase across holders and lapses
  *  {prefix}{ns}:{members}                zset member id → expiry (server ms)
  *  {prefix}{ns}:{members}:{id}           hash data (addr, meta) / seen, PX = member TTL
+ *  {prefix}{ns}:epoch                    string, written once: missing after a reconnect means
+ *                                        the server came back empty (CoordinationDataLostError)
  * ```
  */
 import { hostname } from 'node:os';
-import { CoordinationClosedError, InvalidArgumentError } from '../errors.js';
+import { CoordinationClosedError, CoordinationDataLostError, InvalidArgumentError } from '../errors.js';
+import { publishConnection } from '../queue/channels.js';
 import {
   connectRedis,
   LuaScript,
   num,
   type RedisClient,
+  redactUrl,
   redisFailure,
   str,
+  watchEpoch,
 } from '../queue/redis-connection.js';
 import type { Coordination, LockLease, Member } from './types.js';
 
@@ -144,12 +149,15 @@ export interface RedisCoordination extends Coordination {
 export async function createRedisCoordination(
   options: RedisCoordinationOptions = {},
 ): Promise<RedisCoordination> {
+  const url = options.url ?? 'redis://127.0.0.1:6379';
   const client = await connectRedis({
-    url: options.url ?? 'redis://127.0.0.1:6379',
+    url,
     feature: FEATURE,
     ...(options.redisOptions ? { redisOptions: options.redisOptions } : {}),
   });
-  return new RedisCoordinationClient(client, options);
+  const coordination = new RedisCoordinationClient(client, options);
+  await coordination.watchEpoch(url);
+  return coordination;
 }
 
 export class RedisCoordinationClient implements RedisCoordination {
@@ -162,6 +170,7 @@ export class RedisCoordinationClient implements RedisCoordination {
   #heartbeat: NodeJS.Timeout | undefined;
   #joined: string | undefined;
   #closed = false;
+  #lost: CoordinationDataLostError | undefined;
 
   constructor(client: RedisClient, options: RedisCoordinationOptions = {}) {
     this.#client = client;
@@ -171,6 +180,20 @@ export class RedisCoordinationClient implements RedisCoordination {
     this.#heartbeatMs = options.heartbeatMs ?? Math.max(1, Math.floor(this.#memberTtlMs / 3));
     if (!(this.#memberTtlMs > 0))
       throw new InvalidArgumentError(`memberTtlMs must be > 0, got ${this.#memberTtlMs}`);
+  }
+
+  /**
+   * A server that came back empty has lost the run's markers (seeded, done), its locks and
+   * fencing counters: a run that goes on would wait forever for an end it cannot see, or hand out
+   * fencing tokens again from 1. Once the epoch marker is gone after a reconnect (see
+   * watchEpoch), every call fails with CoordinationDataLostError and the run stops on it.
+   */
+  watchEpoch(url: string): Promise<void> {
+    return watchEpoch(this.#client, FEATURE, `${this.#base}epoch`, () => {
+      if (this.#closed) return;
+      this.#lost = new CoordinationDataLostError(FEATURE, redactUrl(url));
+      publishConnection({ backend: FEATURE, server: redactUrl(url), state: 'emptied', error: this.#lost });
+    });
   }
 
   /** The ioredis client (exposed for tests and for sharing the connection). */
@@ -189,8 +212,13 @@ export class RedisCoordinationClient implements RedisCoordination {
     return `${this.#base}{members}`;
   }
 
-  async #run<R>(what: string, fn: () => Promise<R>): Promise<R> {
+  #checkOpen(): void {
     if (this.#closed) throw new CoordinationClosedError('redis');
+    if (this.#lost) throw this.#lost;
+  }
+
+  async #run<R>(what: string, fn: () => Promise<R>): Promise<R> {
+    this.#checkOpen();
     try {
       return await fn();
     } catch (err) {
@@ -235,7 +263,7 @@ export class RedisCoordinationClient implements RedisCoordination {
   async increment(key: string, by = 1): Promise<number> {
     if (!Number.isSafeInteger(by))
       throw new InvalidArgumentError(`increment by must be a safe integer, got ${by}`);
-    if (this.#closed) throw new CoordinationClosedError('redis');
+    this.#checkOpen();
     try {
       return await this.#client.incrby(this.#kv(key), by);
     } catch (err) {

@@ -28,6 +28,11 @@
  *
  * Cron jobs fire on the owner of their key's partition (cluster/cron-ownership.ts); times a dead
  * owner left unfired are fired late by the new owner, once.
+ *
+ * With no queue URL and an open Raft coordination the cluster is *partitioned*: no shared queue,
+ * dedup or budget — each engine keeps its own — and a {@link PartitionRouter} on the engine sends
+ * each task and entry request to the node that owns its account or host, over the Raft nodes'
+ * transport (distributed/partition-router.ts). Seeding, completion and cron are the same as above.
  */
 import { hostname } from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -37,7 +42,7 @@ import type { RaftCoordination } from '../coordination/raft-coordination.js';
 import type { Coordination } from '../coordination/types.js';
 import { MOCRA_VERSION } from '../downloader/version.js';
 import type { Engine, EngineOptions, RunSummary } from '../engine/engine.js';
-import { InvalidArgumentError, InvalidBackendUrlError } from '../errors.js';
+import { InvalidArgumentError, InvalidBackendUrlError, isDataLost } from '../errors.js';
 import { createNatsDeduplicator } from '../frontier/dedup/nats-deduplicator.js';
 import { createRedisDeduplicator } from '../frontier/dedup/redis-deduplicator.js';
 import type { Deduplicator } from '../frontier/dedup.js';
@@ -456,7 +461,15 @@ export class DistributedRuntime {
       onDone: () => {
         if (engine.state === 'running') void engine.stop('idle');
       },
-      onError: (err, context) => engine.log.warn({ err }, `cluster run: ${context}`),
+      onError: (err, context) => {
+        if (!isDataLost(err)) {
+          engine.log.warn({ err }, `cluster run: ${context}`);
+        } else if (engine.state === 'running') {
+          // The run's markers are gone with the data: it could never be seen to end.
+          engine.log.error({ err }, err.message);
+          void engine.stop('critical');
+        }
+      },
       meta: { namespace: this.namespace, hostname: hostname(), version: MOCRA_VERSION },
       service: this.isService(engine),
       ...this.#completion,
@@ -487,6 +500,7 @@ export class DistributedRuntime {
           engine.log.info({ runId: this.runId, outcome }, 'seeding');
           return;
         } catch (err) {
+          if (isDataLost(err)) return; // the cluster run stops the engine on it
           engine.log.warn({ err }, 'seeding failed; trying again in 1 s');
           await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
         }

@@ -16,9 +16,10 @@ export type { DistributedOptions } from './distributed-runtime.js';
 export { connectDistributed, DistributedRuntime } from './distributed-runtime.js';
 export type { RedisHostBudgetOptions } from './host-budget.js';
 export { createRedisHostBudget, RedisHostBudget } from './host-budget.js';
-export type { ForwardBody, PartitionRouterOptions } from './partition-router.js';
+export type { ForwardBody, ForwardMessage, PartitionRouterOptions } from './partition-router.js';
 export {
   accountPartitionKey,
+  forwardChannel,
   hostPartitionKey,
   PartitionRouter,
 } from './partition-router.js';

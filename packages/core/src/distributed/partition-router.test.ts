@@ -1,3 +1,4 @@
+import diagnostics from 'node:diagnostics_channel';
 import { afterEach, expect, test } from 'vitest';
 import { createLocalCoordination, LocalCoordinationStore } from '../coordination/local-coordination.js';
 import { createPartitionOwnership, rendezvousOwner } from '../coordination/partitions.js';
@@ -6,6 +7,7 @@ import { Request } from '../model/request.js';
 import {
   accountPartitionKey,
   type ForwardBody,
+  type ForwardMessage,
   hostPartitionKey,
   PartitionRouter,
   parseForwardBody,
@@ -47,8 +49,9 @@ function hostOwnedBy(owner: string): string {
 }
 
 function accountOwnedBy(owner: string): string {
-  for (let i = 0; ; i++)
+  for (let i = 0; i < 1_000; i++)
     if (rendezvousOwner(accountPartitionKey(`acc${i}`), MEMBERS) === owner) return `acc${i}`;
+  throw new Error(`no account for ${owner}`);
 }
 
 const claimed = (url: string) =>
@@ -85,15 +88,26 @@ test("a module's task goes to its account's owner; a spider's task stays; its en
   expect(router.counts).toMatchObject({ forwarded: 3, failed: 0 });
 });
 
-test('a forward that fails keeps its work on this node', async () => {
-  const router = await routerOn(async () => {
-    throw new Error('connection refused');
-  });
-  const onB = hostOwnedBy('b');
-  const here = await router.routeSeeds([claimed(`${onB}/1`)], { module: 'spider', runId: 'r1' });
-  expect(here.map((r) => r.url)).toEqual([`${onB}/1`]);
-  expect(await router.routeTask({ module: 'mod', runId: 'r1', account: accountOwnedBy('c') })).toBe(false);
-  expect(router.counts).toMatchObject({ forwarded: 0, failed: 2 });
+test('a forward that fails keeps its work on this node, and says so on mocra:cluster:forward', async () => {
+  const messages: ForwardMessage[] = [];
+  const listen = (m: unknown) => messages.push(m as ForwardMessage);
+  diagnostics.subscribe('mocra:cluster:forward', listen);
+  try {
+    const router = await routerOn(async () => {
+      throw new Error('connection refused');
+    });
+    const onB = hostOwnedBy('b');
+    const here = await router.routeSeeds([claimed(`${onB}/1`)], { module: 'spider', runId: 'r1' });
+    expect(here.map((r) => r.url)).toEqual([`${onB}/1`]);
+    expect(await router.routeTask({ module: 'mod', runId: 'r1', account: accountOwnedBy('c') })).toBe(false);
+    expect(router.counts).toMatchObject({ forwarded: 0, failed: 2 });
+    expect(messages).toEqual([
+      { runId: 'r1', outcome: 'failed', from: 'a', to: 'b', kind: 'seeds', requests: 1 },
+      { runId: 'r1', outcome: 'failed', from: 'a', to: 'c', kind: 'task', requests: 0 },
+    ]);
+  } finally {
+    diagnostics.unsubscribe('mocra:cluster:forward', listen);
+  }
 });
 
 test('a forward of another run, or a malformed one, is refused with MOCRA_ERR_INVALID_ARGUMENT', () => {

@@ -20,6 +20,7 @@
  * unless the node restarts on its `persist` directory, which resumes it.
  */
 
+import diagnostics from 'node:diagnostics_channel';
 import type { PartitionOwnership } from '../coordination/partitions.js';
 import type { EngineRouter, ForwardedWork } from '../engine/engine.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -28,6 +29,21 @@ import { Request, type RequestData } from '../model/request.js';
 
 /** The cluster transport's topic of forwarded work. */
 export const FORWARD_TOPIC = 'mocra.forward';
+
+/** `mocra:cluster:forward` — work handed to its owner, taken from another node, or kept after a failed forward. */
+export interface ForwardMessage {
+  runId: string;
+  /** `forwarded` and `failed` on the sender, `received` on the owner. */
+  outcome: 'forwarded' | 'failed' | 'received';
+  /** The sending node and the owner. */
+  from: string;
+  to: string;
+  kind: ForwardedWork['kind'];
+  /** Entry requests carried (0 for a task). */
+  requests: number;
+}
+
+export const forwardChannel = diagnostics.channel('mocra:cluster:forward');
 
 /** What one forward carries: the run it belongs to and the work. */
 export interface ForwardBody {
@@ -130,6 +146,8 @@ export class PartitionRouter implements EngineRouter {
   received(body: unknown): ForwardedWork {
     const work = parseForwardBody(body, this.#o.runId);
     this.counts.received++;
+    const from = (body as { from?: unknown }).from;
+    this.#publish('received', typeof from === 'string' ? from : '?', this.#o.nodeId, work);
     if (work.kind === 'task') this.#remember(accountPartitionKey(work.task.account));
     else for (const r of work.followUp.requests) this.#remember(hostPartitionKey(r.url));
     return work;
@@ -150,8 +168,10 @@ export class PartitionRouter implements EngineRouter {
     try {
       await this.#o.send(owner, { run: this.#o.runId, from: this.#o.nodeId, work });
       this.counts.forwarded++;
+      this.#publish('forwarded', this.#o.nodeId, owner, work);
       return true;
     } catch (err) {
+      this.#publish('failed', this.#o.nodeId, owner, work);
       // The owner died (its membership has not lapsed yet) or is not running yet: run it here,
       // and read the members again so that the next work goes where it now belongs.
       this.counts.failed++;
@@ -159,6 +179,19 @@ export class PartitionRouter implements EngineRouter {
       this.#o.ownership.refresh().catch(() => undefined);
       return false;
     }
+  }
+
+  #publish(outcome: ForwardMessage['outcome'], from: string, to: string, work: ForwardedWork): void {
+    if (!forwardChannel.hasSubscribers) return;
+    const requests = work.kind === 'seeds' ? work.followUp.requests.length : 0;
+    forwardChannel.publish({
+      runId: this.#o.runId,
+      outcome,
+      from,
+      to,
+      kind: work.kind,
+      requests,
+    } satisfies ForwardMessage);
   }
 
   #remember(key: string): void {

@@ -6,6 +6,7 @@ export type {
   EngineStats,
   EngineTopicOptions,
   ForwardedWork,
+  RegisteredModules,
   RunSummary,
   StageConcurrency,
   StageStats,
@@ -18,3 +19,4 @@ export type { PersistLock } from './persistence.js';
 export { lockPersistDir } from './persistence.js';
 export type { HandlerResult, StageRunnerOptions, StageRunnerStats } from './stage-runner.js';
 export { StageRunner } from './stage-runner.js';
+export type { EngineCounters } from './stages/stage-env.js';

@@ -16,8 +16,14 @@ export interface LocalDeliveryFields<T> {
   payload: T;
   priority: number;
   key: string | undefined;
-  /** Kept when the work is put back on the topic. @default {} */
+  /** @default {} */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * The headers of the message a put-back publishes: the handler has run once by then, which
+   * the next one may need to know (a claim's marks to look up again).
+   * @default headers
+   */
+  putBackHeaders?: Readonly<Record<string, string>>;
 }
 
 export class LocalDelivery<T> implements Delivery<T> {
@@ -33,6 +39,7 @@ export class LocalDelivery<T> implements Delivery<T> {
   /** Resolves once the handler's outcome is settled; rejects if a put-back failed. */
   readonly settled: Promise<void>;
   readonly #topic: LeaseQueue<T>;
+  readonly #putBackHeaders: Readonly<Record<string, string>>;
   #resolve!: () => void;
   #reject!: (err: unknown) => void;
 
@@ -44,6 +51,7 @@ export class LocalDelivery<T> implements Delivery<T> {
     this.priority = fields.priority;
     this.key = fields.key;
     this.headers = fields.headers ?? {};
+    this.#putBackHeaders = fields.putBackHeaders ?? this.headers;
     this.settled = new Promise<void>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -80,7 +88,7 @@ export class LocalDelivery<T> implements Delivery<T> {
         {
           payload: this.payload,
           priority: this.priority,
-          headers: { ...this.headers },
+          headers: { ...this.#putBackHeaders },
           ...(delayMs > 0 ? { delayMs } : {}),
           ...(this.key === undefined ? {} : { key: this.key }),
         },

@@ -5,7 +5,7 @@
  *   1. validates the URL (absolute http/https; else InvalidUrlError, reported, crawl goes on),
  *   2. computes the fingerprint (normalized URL + method + body, `fingerprint.ts`),
  *   3. drops requests deeper than `maxDepth`,
- *   4. drops duplicates (the {@link Deduplicator}; `skipDedup` requests bypass it),
+ *   4. drops duplicates (the `Deduplicator`; `skipDedup` requests bypass it),
  *   5. drops what exceeds `maxPages` (counted on admissions, so retries never use budget).
  *
  * Retries do not come through here: the error stage republishes the admitted request as is.

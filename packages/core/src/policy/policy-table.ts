@@ -228,7 +228,7 @@ export function policyOverrideSchemas(): ReturnType<typeof buildPolicySchemas> {
   return policySchemas;
 }
 
-/** One `[[policy.overrides]]` entry (see {@link policyOverrideSchemas}); built on first use. */
+/** One `[[policy.overrides]]` entry (see `policyOverrideSchemas`); built on first use. */
 export const policyOverrideSchema = builtOnFirstUse(() => policyOverrideSchemas().policyOverrideSchema);
 /** The `[policy]` overrides list, as the config schema embeds it; built on first use. */
 export const policyOverridesSchema = builtOnFirstUse(() => policyOverrideSchemas().policyOverridesSchema);

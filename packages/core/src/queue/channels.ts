@@ -13,7 +13,8 @@
  * - `mocra:backend:connection` — `{ backend, server, state, error?, downMs? }` when a connection
  *   to a server a crawl depends on (Redis) is lost (`state: 'lost'`, with the error) and when it
  *   is back (`'restored'`, with how long it was down). Commands wait for the reconnect meanwhile.
- *   `'emptied'` (with a QueueDataLostError): it came back without the crawl's data.
+ *   `'emptied'` (with a QueueDataLostError or CoordinationDataLostError): it came back without
+ *   the crawl's data.
  */
 import diagnostics from 'node:diagnostics_channel';
 

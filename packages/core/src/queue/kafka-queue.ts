@@ -44,7 +44,12 @@ import {
 import { importOptional } from '../optional-dependency.js';
 import { publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
-import { matchesDeadLetterFilter } from './dead-letter-filter.js';
+import {
+  letterPayload,
+  matchesDeadLetterFilter,
+  pageOfLetters,
+  parseHeaderObject,
+} from './dead-letter-filter.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
 import type {
@@ -58,7 +63,7 @@ import type {
   KafkaProducerLike,
 } from './kafka-client.js';
 import { createIdGenerator, sleep } from './timing.js';
-import { assertQueueName, checkConsume, checkPublish, resolveTopicOptions } from './topic-options.js';
+import { assertQueueName, checkConsume, checkPublish, TopicRegistry } from './topic-options.js';
 import type {
   ConsumeOptions,
   DeadLetter,
@@ -171,13 +176,11 @@ export class KafkaGroupBackend implements KafkaQueueBackend {
   readonly kafka: KafkaLike;
   readonly partitions: number;
   readonly #codec: QueueCodec;
-  readonly #options: KafkaQueueBackendOptions;
-  readonly #topics = new Map<string, KafkaQueue<unknown>>();
+  readonly #topics: TopicRegistry<KafkaQueue<unknown>>;
   readonly #producer: KafkaProducerLike;
   readonly #admin: KafkaAdminLike;
   readonly nextId = createIdGenerator();
   readonly #settings: KafkaSettings;
-  #closed = false;
 
   constructor(
     kafka: KafkaLike,
@@ -190,7 +193,6 @@ export class KafkaGroupBackend implements KafkaQueueBackend {
     this.namespace = namespace;
     this.#codec = codec;
     this.partitions = partitions;
-    this.#options = options;
     this.#settings = Object.freeze({
       maxPayloadBytes: options.maxPayloadBytes ?? 1_000_000,
       replicationFactor: options.replicationFactor ?? -1,
@@ -202,6 +204,10 @@ export class KafkaGroupBackend implements KafkaQueueBackend {
     });
     this.#producer = kafka.producer({ allowAutoTopicCreation: false });
     this.#admin = kafka.admin();
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => new KafkaQueue(this, name, resolved),
+    );
   }
 
   async connect(): Promise<void> {
@@ -213,7 +219,7 @@ export class KafkaGroupBackend implements KafkaQueueBackend {
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#topics.closed;
   }
   get codec(): QueueCodec {
     return this.#codec;
@@ -241,24 +247,13 @@ export class KafkaGroupBackend implements KafkaQueueBackend {
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      assertQueueName('topic', name);
-      topic = new KafkaQueue<unknown>(
-        this,
-        name,
-        resolveTopicOptions(name, this.#options.topicDefaults, options),
-      );
-      this.#topics.set(name, topic);
-    }
-    return topic as LeaseQueue<T>;
+    return this.#topics.get(name, options) as LeaseQueue<T>;
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await Promise.all([...this.#topics.values()].map((t) => t.close()));
+    const topics = this.#topics.close();
+    if (!topics) return;
+    await Promise.all(topics.map((t) => t.close()));
     await Promise.all([
       this.#producer.disconnect().catch(() => {}),
       this.#admin.disconnect().catch(() => {}),
@@ -1163,14 +1158,12 @@ class KafkaDeadLetters<T> implements DeadLetterQueue<T> {
   }
 
   async #toLetter(id: string, record: KafkaIncomingMessage): Promise<DeadLetter<T>> {
-    let payload: T | undefined;
-    let undecodable = false;
-    try {
-      if (record.value === null) throw new Error('no value');
-      payload = (await this.#backend.codec.decode(record.value, this.#queue.name)) as T;
-    } catch {
-      undecodable = true;
-    }
+    // A record without a value is listed with empty raw bytes.
+    const { payload, raw } = await letterPayload<T>(
+      this.#backend.codec,
+      record.value ?? Buffer.alloc(0),
+      this.#queue.name,
+    );
     let headers: Record<string, string> = {};
     try {
       headers = parseUserHeaders(header(record.headers, H.headers), this.#queue.name);
@@ -1181,8 +1174,8 @@ class KafkaDeadLetters<T> implements DeadLetterQueue<T> {
       id,
       topic: this.#queue.name,
       messageId: header(record.headers, H.id) ?? id,
-      payload: undecodable ? undefined : payload,
-      ...(undecodable ? { raw: (record.value ?? Buffer.alloc(0)).toString('base64') } : {}),
+      payload,
+      ...(raw === undefined ? {} : { raw }),
       key: record.key === null ? undefined : record.key.toString('utf8'),
       priority: Number(header(record.headers, H.priority) ?? 0) || 0,
       headers,
@@ -1210,9 +1203,10 @@ class KafkaDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const matching = (await this.#scan()).filter((s) => matchesDeadLetterFilter(s.letter, options.filter));
-    const offset = options.offset ?? 0;
-    return matching.slice(offset, offset + (options.limit ?? 100)).map((s) => s.letter);
+    return pageOfLetters(
+      (await this.#scan()).map((s) => s.letter),
+      options,
+    );
   }
 
   async get(id: string): Promise<DeadLetter<T> | undefined> {
@@ -1289,18 +1283,7 @@ function copyHeaders(headers: Record<string, KafkaHeaderValue> | undefined): Rec
 
 function parseUserHeaders(raw: string | undefined, topic: string): Record<string, string> {
   if (!raw) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch (err) {
-    throw new QueueDecodeError(topic, `mocra-headers is not JSON: ${describe(err)}`, { cause: err });
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new QueueDecodeError(topic, 'mocra-headers is not an object');
-  }
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') out[k] = v;
-  return out;
+  return parseHeaderObject(raw, topic, 'mocra-headers');
 }
 
 function safeDecode(value: string): string {

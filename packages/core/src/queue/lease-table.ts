@@ -25,7 +25,7 @@
  */
 import { LeaseExpiredError, QueueClosedError } from '../errors.js';
 import { publishBackpressure, publishDeadLetter } from './channels.js';
-import { matchesDeadLetterFilter, pageOf } from './dead-letter-filter.js';
+import { matchesDeadLetterFilter, pageOfLetters } from './dead-letter-filter.js';
 import { Fifo } from './fifo.js';
 import { MinHeap } from './heap.js';
 import { EarliestDeadlineTimer, MAX_TIMER_MS } from './timing.js';
@@ -45,9 +45,15 @@ import type {
 
 export type EntryState = 'ready' | 'delayed' | 'leased' | 'done';
 
-/** One message of the table. */
+/**
+ * One message of the table. Its id is `<topic>:<idSeq in base 36>` and is built only when read
+ * (a queued frontier would otherwise hold a string per message); a message whose id came from
+ * elsewhere (a replayed dead letter, a record read back) carries it in `foreignId`.
+ */
 export interface TableEntry<T> {
-  readonly id: string;
+  /** The seq the message was published under (its id). */
+  readonly idSeq: number;
+  readonly foreignId: string | undefined;
   /** Storage sequence (key); a new one each time the entry moves to a lane tail. */
   seq: number;
   payload: T;
@@ -151,6 +157,11 @@ interface LeaseRecord<T> {
 }
 
 export const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** The message id of an entry of topic `topic`. */
+export function entryId(topic: string, entry: Pick<TableEntry<unknown>, 'idSeq' | 'foreignId'>): string {
+  return entry.foreignId ?? `${topic}:${entry.idSeq.toString(36)}`;
+}
 
 /** Dead letters kept in memory (the memory backend, and a spill-only LevelDB backend). */
 export class MemoryLetters<T> implements LetterStore<T> {
@@ -340,12 +351,14 @@ export class LeaseTable<T> implements LeaseQueue<T> {
     key: string | undefined,
     headers: Record<string, string> | undefined,
     publishedAt: number,
-    id = `${this.name}:${this.#seq.toString(36)}`,
+    foreignId?: string,
   ): TableEntry<T> {
+    const seq = this.#seq++;
     // Fields in one order for every entry (storage builds the same shape): one hidden class.
     return {
-      id,
-      seq: this.#seq++,
+      idSeq: seq,
+      foreignId,
+      seq,
       payload,
       key,
       priority,
@@ -615,7 +628,7 @@ export class LeaseTable<T> implements LeaseQueue<T> {
   #checkLease(entry: TableEntry<T>, generation: number): void {
     if (this.#closed) throw new QueueClosedError(this.name);
     if (entry.state !== 'leased' || entry.generation !== generation) {
-      throw new LeaseExpiredError(this.name, entry.id);
+      throw new LeaseExpiredError(this.name, entryId(this.name, entry));
     }
   }
 
@@ -659,7 +672,7 @@ export class LeaseTable<T> implements LeaseQueue<T> {
     this.#storage?.dropRecord(entry, ops);
     this.addDeadLetter(
       {
-        messageId: entry.id,
+        messageId: entryId(this.name, entry),
         payload: entry.payload,
         key: entry.key,
         priority: entry.priority,
@@ -884,7 +897,7 @@ class TableDelivery<T> implements Delivery<T> {
   }
 
   get id(): string {
-    return this.#entry.id;
+    return entryId(this.#table.name, this.#entry);
   }
   get topic(): string {
     return this.#table.name;
@@ -946,11 +959,8 @@ class TableDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const all = (await this.#table.letters())
-      .sort((a, b) => a.seq - b.seq)
-      .map(({ letter }) => letter)
-      .filter((letter) => matchesDeadLetterFilter(letter, options.filter));
-    return pageOf(all, options.offset, options.limit);
+    const all = (await this.#table.letters()).sort((a, b) => a.seq - b.seq).map(({ letter }) => letter);
+    return pageOfLetters(all, options);
   }
 
   get(id: string): Promise<DeadLetter<T> | undefined> {

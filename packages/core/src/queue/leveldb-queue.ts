@@ -55,6 +55,7 @@ import {
 } from './codec.js';
 import {
   EMPTY_HEADERS,
+  entryId,
   type Lane,
   LeaseTable,
   type LetterStore,
@@ -74,7 +75,7 @@ import {
   writeSeq,
 } from './leveldb-keys.js';
 import { type OpenedStore, openStore } from './leveldb-store.js';
-import { resolveTopicOptions } from './topic-options.js';
+import { TopicRegistry } from './topic-options.js';
 import type { DeadLetter, LeaseQueue, PublishMessage, QueueBackend, TopicOptions } from './types.js';
 
 export interface LevelQueueBackendOptions {
@@ -126,8 +127,8 @@ const localPackr = lazyPackr({ structures: [], mapsAsObjects: true });
 
 /** A message as stored on disk. */
 interface Envelope {
-  /** message id */
-  i: string;
+  /** message id; absent: `<topic>:<seq of the key, base 36>` (spill-only records) */
+  i?: string;
   k?: string;
   p: number;
   h?: Record<string, string>;
@@ -183,12 +184,10 @@ export class LevelQueueBackend implements QueueBackend {
   readonly #format: number;
   readonly #compressThreshold: number;
   readonly #dir: string | undefined;
-  readonly #defaults: TopicOptions;
-  readonly #topics = new Map<string, { table: LeaseTable<unknown>; storage: LevelStorage<unknown> }>();
+  readonly #topics: TopicRegistry<{ table: LeaseTable<unknown>; storage: LevelStorage<unknown> }>;
   #store: Promise<OpenedStore> | undefined;
   #opened: OpenedStore | undefined;
   #writer: BatchWriter | undefined;
-  #closed = false;
 
   constructor(options: LevelQueueBackendOptions = {}) {
     this.namespace = options.namespace ?? 'mocra';
@@ -218,7 +217,17 @@ export class LevelQueueBackend implements QueueBackend {
     // the codec's framing (checked before any state changes, compressible, readable by tools).
     this.inlinePayloads =
       !this.persist && this.#format === FORMAT_MSGPACK && options.codec?.compressThresholdBytes === undefined;
-    this.#defaults = options.topicDefaults ?? {};
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => {
+        const storage = new LevelStorage<unknown>(this, name);
+        return {
+          table: new LeaseTable<unknown>({ name, options: resolved, now: this.now, storage }),
+          storage,
+        };
+      },
+      { brokerNames: false },
+    );
   }
 
   /** The store's directory, once one is open. */
@@ -238,7 +247,7 @@ export class LevelQueueBackend implements QueueBackend {
 
   /** The store, opened on first use. */
   store(): Promise<OpenedStore> {
-    if (this.#closed) return Promise.reject(new QueueClosedError(this.namespace));
+    if (this.closed) return Promise.reject(new QueueClosedError(this.namespace));
     this.#store ??= openStore({
       ...(this.#dir === undefined ? {} : { dir: this.#dir }),
       tempPrefix: 'mocra-queue-',
@@ -262,20 +271,7 @@ export class LevelQueueBackend implements QueueBackend {
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      const storage = new LevelStorage<unknown>(this, name);
-      const table = new LeaseTable<unknown>({
-        name,
-        options: resolveTopicOptions(name, this.#defaults, options),
-        now: this.now,
-        storage,
-      });
-      topic = { table, storage };
-      this.#topics.set(name, topic);
-    }
-    return topic.table as LeaseQueue<T>;
+    return this.#topics.get(name, options).table as LeaseQueue<T>;
   }
 
   /**
@@ -283,25 +279,24 @@ export class LevelQueueBackend implements QueueBackend {
    * handling): it waits on disk and is decoded when read back.
    */
   async injectRaw(topic: string, bytes: Uint8Array): Promise<void> {
-    this.topic(topic);
-    const { table, storage } = this.#topics.get(topic)!;
+    const { table, storage } = this.#topics.get(topic);
     await storage.injectRaw(table, bytes);
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const { table } of this.#topics.values()) table.close();
+    const topics = this.#topics.close();
+    if (!topics) return;
+    for (const { table } of topics) table.close();
     const store = this.#store ? await this.#store.catch(() => undefined) : undefined;
     if (store) {
       await this.#writer?.idle().catch(() => {});
-      for (const { table } of this.#topics.values()) await table.idle();
+      for (const { table } of topics) await table.idle();
       await store.close();
     }
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#topics.closed;
   }
 
   /** Synchronous payload encoding in the queue codec's wire format (see codec.ts). */
@@ -441,12 +436,11 @@ class LevelStorage<T> implements TableStorage<T> {
    * bytes the size check already produced).
    */
   putRecord(entry: TableEntry<T>, kind: 'm' | 't', ops: StorageOp[], bytes?: Uint8Array): void {
-    const envelope: Envelope = {
-      i: entry.id,
-      p: entry.priority,
-      t: entry.publishedAt,
-      a: entry.attempt,
-    };
+    const envelope: Envelope = { p: entry.priority, t: entry.publishedAt, a: entry.attempt };
+    // A spill-only record under the seq of its id leaves the id out (it is rebuilt from the key).
+    if (this.persist || entry.foreignId !== undefined || entry.idSeq !== entry.seq) {
+      envelope.i = entryId(this.#name, entry);
+    }
     if (bytes === undefined && this.#backend.inlinePayloads) envelope.v = entry.payload;
     else envelope.b = bytes ?? this.#backend.encodePayload(entry.payload, this.#name);
     if (entry.key !== undefined) envelope.k = entry.key;
@@ -523,7 +517,7 @@ class LevelStorage<T> implements TableStorage<T> {
         break;
       }
       const ops: StorageOp[] = [];
-      const poison: { envelope: Envelope | undefined; raw: Uint8Array; error: unknown }[] = [];
+      const poison: { seq: number; envelope: Envelope | undefined; raw: Uint8Array; error: unknown }[] = [];
       for (const [key, value] of rows) {
         const seq = readSeq(key, key.length - 8);
         lane.cursor = seq + 1;
@@ -536,10 +530,10 @@ class LevelStorage<T> implements TableStorage<T> {
         } catch (error) {
           table.countReady(-1);
           if (this.persist) ops.push({ type: 'del', key });
-          poison.push({ envelope, raw: envelope?.b ?? value, error });
+          poison.push({ seq, envelope, raw: envelope?.b ?? value, error });
         }
       }
-      for (const p of poison) this.#poisonToDlq(table, p.envelope, p.raw, p.error, ops);
+      for (const p of poison) this.#poisonToDlq(table, p.seq, p.envelope, p.raw, p.error, ops);
       if (ops.length > 0) await this.write(ops);
       table.serveWaiters();
     }
@@ -549,7 +543,8 @@ class LevelStorage<T> implements TableStorage<T> {
     const recovered = this.#recoveredAttempts.get(seq);
     if (recovered !== undefined) this.#recoveredAttempts.delete(seq);
     return {
-      id: envelope.i,
+      idSeq: seq,
+      foreignId: envelope.i,
       seq,
       payload,
       key: envelope.k,
@@ -567,12 +562,13 @@ class LevelStorage<T> implements TableStorage<T> {
 
   #poisonToDlq(
     table: LeaseTable<T>,
+    seq: number,
     envelope: Envelope | undefined,
     raw: Uint8Array,
     error: unknown,
     ops: StorageOp[],
   ): void {
-    const messageId = envelope?.i ?? `${this.#name}:poison`;
+    const messageId = envelope ? (envelope.i ?? `${this.#name}:${seq.toString(36)}`) : `${this.#name}:poison`;
     const message = error instanceof Error ? error.message : String(error);
     publishPoison({ backend: this.kind, topic: this.#name, messageId, error });
     const decodeError = error instanceof QueueDecodeError ? error : new QueueDecodeError(this.#name, message);
@@ -656,7 +652,7 @@ class LevelStorage<T> implements TableStorage<T> {
         table.toDelayed(this.#entryOf(envelope, seq, await this.#payloadOf(envelope), 't'));
       } catch (error) {
         ops.push({ type: 'del', key });
-        this.#poisonToDlq(table, envelope, envelope?.b ?? value, error, ops);
+        this.#poisonToDlq(table, seq, envelope, envelope?.b ?? value, error, ops);
       }
     }
     const letters = this.letters as LevelLetters<T>;

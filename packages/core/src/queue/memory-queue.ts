@@ -6,9 +6,8 @@
  * Payloads are passed by reference (no encoding): this is the hot path of a single-node crawl.
  * A producer must not mutate a payload after publishing it.
  */
-import { QueueClosedError } from '../errors.js';
 import { LeaseTable } from './lease-table.js';
-import { resolveTopicOptions } from './topic-options.js';
+import { TopicRegistry } from './topic-options.js';
 import type { LeaseQueue, QueueBackend, TopicOptions } from './types.js';
 
 export interface MemoryQueueBackendOptions {
@@ -27,33 +26,23 @@ export function createMemoryQueueBackend(options: MemoryQueueBackendOptions = {}
 export class MemoryQueueBackend implements QueueBackend {
   readonly kind = 'memory' as const;
   readonly namespace: string;
-  readonly #topics = new Map<string, LeaseTable<unknown>>();
-  readonly #defaults: TopicOptions;
-  readonly #now: () => number;
-  #closed = false;
+  readonly #topics: TopicRegistry<LeaseTable<unknown>>;
 
   constructor(options: MemoryQueueBackendOptions = {}) {
     this.namespace = options.namespace ?? 'mocra';
-    this.#defaults = options.topicDefaults ?? {};
-    this.#now = options.now ?? Date.now;
+    const now = options.now ?? Date.now;
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => new LeaseTable<unknown>({ name, options: resolved, now }),
+      { brokerNames: false },
+    );
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      topic = new LeaseTable<unknown>({
-        name,
-        options: resolveTopicOptions(name, this.#defaults, options),
-        now: this.#now,
-      });
-      this.#topics.set(name, topic);
-    }
-    return topic as LeaseQueue<T>;
+    return this.#topics.get(name, options) as LeaseQueue<T>;
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
-    for (const topic of this.#topics.values()) topic.close();
+    for (const topic of this.#topics.close() ?? []) topic.close();
   }
 }

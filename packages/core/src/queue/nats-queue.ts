@@ -48,7 +48,12 @@ import {
 import { importOptional } from '../optional-dependency.js';
 import { publishBackpressure, publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
-import { matchesDeadLetterFilter } from './dead-letter-filter.js';
+import {
+  letterPayload,
+  matchesDeadLetterFilter,
+  pageOfLetters,
+  parseHeaderObject,
+} from './dead-letter-filter.js';
 import { partitionOf } from './hash.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { createIdGenerator, sleep } from './timing.js';
@@ -59,7 +64,7 @@ import {
   laneOf,
   PRIORITY_LANES,
   type PriorityLane,
-  resolveTopicOptions,
+  TopicRegistry,
 } from './topic-options.js';
 import type {
   ConsumeOptions,
@@ -180,10 +185,9 @@ export class JetStreamBackend implements NatsQueueBackend {
   readonly #transport: TransportModule;
   readonly #codec: QueueCodec;
   readonly #options: NatsQueueBackendOptions;
-  readonly #topics = new Map<string, NatsQueue<unknown>>();
+  readonly #topics: TopicRegistry<NatsQueue<unknown>>;
   readonly #maxPayloadBytes: number;
   readonly nextId = createIdGenerator();
-  #closed = false;
 
   constructor(
     nc: NatsConnection,
@@ -205,10 +209,14 @@ export class JetStreamBackend implements NatsQueueBackend {
     this.#options = options;
     const serverMax = nc.info?.max_payload ?? 1024 * 1024;
     this.#maxPayloadBytes = options.maxPayloadBytes ?? Math.max(1024, serverMax - 8 * 1024);
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => new NatsQueue(this, name, resolved),
+    );
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#topics.closed;
   }
   get connection(): NatsConnection {
     return this.#nc;
@@ -268,25 +276,14 @@ export class JetStreamBackend implements NatsQueueBackend {
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      assertQueueName('topic', name);
-      topic = new NatsQueue<unknown>(
-        this,
-        name,
-        resolveTopicOptions(name, this.#options.topicDefaults, options),
-      );
-      this.#topics.set(name, topic);
-    }
-    return topic as LeaseQueue<T>;
+    return this.#topics.get(name, options) as LeaseQueue<T>;
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    const topics = this.#topics.close();
+    if (!topics) return;
     // Unsettled leases go back at once (a nak) instead of waiting out AckWait.
-    await Promise.all([...this.#topics.values()].map((t) => t.close().catch(() => {})));
+    await Promise.all(topics.map((t) => t.close().catch(() => {})));
     await this.#nc.close().catch(() => {});
   }
 }
@@ -994,13 +991,7 @@ class NatsDeadLetters<T> implements DeadLetterQueue<T> {
 
   async #toLetter(stored: StoredLetter): Promise<DeadLetter<T>> {
     const h = stored.headers;
-    let payload: T | undefined;
-    let undecodable = false;
-    try {
-      payload = (await this.#backend.codec.decode(stored.data, this.#queue.name)) as T;
-    } catch {
-      undecodable = true;
-    }
+    const { payload, raw } = await letterPayload<T>(this.#backend.codec, stored.data, this.#queue.name);
     const id = String(stored.seq);
     const key = h.get(H_KEY);
     let headers: Record<string, string> = {};
@@ -1013,8 +1004,8 @@ class NatsDeadLetters<T> implements DeadLetterQueue<T> {
       id,
       topic: this.#queue.name,
       messageId: h.get(H_ID) ?? id,
-      payload: undecodable ? undefined : payload,
-      ...(undecodable ? { raw: Buffer.from(stored.data).toString('base64') } : {}),
+      payload,
+      ...(raw === undefined ? {} : { raw }),
       key: key === undefined ? undefined : safeDecode(key),
       priority: Number(h.get(H_PRIORITY) ?? 0) || 0,
       headers,
@@ -1028,20 +1019,13 @@ class NatsDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const offset = options.offset ?? 0;
-    const limit = options.limit ?? 100;
-    const out: DeadLetter<T>[] = [];
-    let skipped = 0;
-    for await (const { letter } of this.#entries()) {
-      if (!matchesDeadLetterFilter(letter, options.filter)) continue;
-      if (skipped < offset) {
-        skipped++;
-        continue;
-      }
-      if (out.length >= limit) break;
-      out.push(letter);
-    }
-    return out;
+    const entries = this.#entries();
+    return pageOfLetters(
+      (async function* () {
+        for await (const { letter } of entries) yield letter;
+      })(),
+      options,
+    );
   }
 
   async get(id: string): Promise<DeadLetter<T> | undefined> {
@@ -1157,18 +1141,13 @@ function readMeta(h: MsgHdrs | undefined, fallbackId: string, topic: string): Me
 
 function parseUserHeaders(raw: string | undefined, topic: string): Record<string, string> {
   if (!raw) return {};
-  let parsed: unknown;
+  let text: string;
   try {
-    parsed = JSON.parse(decodeURIComponent(raw));
+    text = decodeURIComponent(raw);
   } catch (err) {
-    throw new QueueDecodeError(topic, `Mocra-Headers is not encoded JSON: ${describe(err)}`, { cause: err });
+    throw new QueueDecodeError(topic, `Mocra-Headers is not URI-encoded: ${describe(err)}`, { cause: err });
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new QueueDecodeError(topic, 'Mocra-Headers is not an object');
-  }
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') out[k] = v;
-  return out;
+  return parseHeaderObject(text, topic, 'Mocra-Headers');
 }
 
 function safeHeader(h: MsgHdrs | undefined, name: string): string | undefined {

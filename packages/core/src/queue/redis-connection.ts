@@ -83,6 +83,43 @@ function reportOutages(client: RedisClient, backend: string, server: string, las
   });
 }
 
+/**
+ * A Redis that restarts without persistence (or is flushed) comes back empty, and ioredis just
+ * reconnects: nothing says that what the crawl kept there is gone. So `key` holds an epoch
+ * marker, written once (the first process writes it, the others read it); after every reconnect
+ * it is read again, and if it is missing or another, `onLost` is called (once). A restart that
+ * kept the data (AOF, RDB) keeps the marker too. Resolves once the marker is read; if it cannot
+ * be, throws {@link BackendUnavailableError} after closing the connection (nothing can go on).
+ */
+export async function watchEpoch(
+  client: RedisClient,
+  feature: string,
+  key: string,
+  onLost: () => void,
+): Promise<void> {
+  const mine = `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`;
+  let epoch: string | null;
+  try {
+    await client.set(key, mine, 'NX');
+    epoch = await client.get(key);
+  } catch (err) {
+    client.disconnect();
+    throw redisFailure(feature, 'writing the epoch marker', err);
+  }
+  let lost = false;
+  client.on('ready', () => {
+    if (lost) return;
+    client.get(key).then(
+      (now) => {
+        if (now === epoch || lost) return;
+        lost = true;
+        onLost();
+      },
+      () => undefined, // asked again on the next reconnect; commands fail meanwhile anyway
+    );
+  });
+}
+
 /** ioredis defines a `…Buffer` variant of every command; its typings omit these two. */
 interface EvalBufferCommands {
   evalshaBuffer(sha: string, numKeys: number, ...rest: (string | number | Buffer)[]): Promise<unknown>;

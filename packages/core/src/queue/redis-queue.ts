@@ -36,7 +36,12 @@ import {
 } from '../errors.js';
 import { publishBackpressure, publishConnection, publishDeadLetter, publishPoison } from './channels.js';
 import { createQueueCodec, type QueueCodec, type QueueCodecOptions } from './codec.js';
-import { matchesDeadLetterFilter } from './dead-letter-filter.js';
+import {
+  letterPayload,
+  matchesDeadLetterFilter,
+  pageOfLetters,
+  parseHeaderObject,
+} from './dead-letter-filter.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import {
   connectRedis,
@@ -47,9 +52,10 @@ import {
   redactUrl,
   redisFailure,
   str,
+  watchEpoch,
 } from './redis-connection.js';
 import { createIdGenerator, sleep } from './timing.js';
-import { assertQueueName, checkConsume, checkPublish, resolveTopicOptions } from './topic-options.js';
+import { assertQueueName, checkConsume, checkPublish, TopicRegistry } from './topic-options.js';
 import type {
   ConsumeOptions,
   DeadLetter,
@@ -391,12 +397,7 @@ export async function createRedisQueueBackend(
     ...(options.redisOptions ? { redisOptions: options.redisOptions } : {}),
   });
   const backend = new RedisStreamsBackend(client, namespace, codec, maxPayloadBytes, options);
-  try {
-    await backend.watchEpoch(url);
-  } catch (err) {
-    client.disconnect();
-    throw redisFailure(FEATURE, 'writing the epoch marker', err);
-  }
+  await backend.watchEpoch(url);
   return backend;
 }
 
@@ -407,16 +408,14 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   readonly consumerName: string;
   readonly #client: RedisClient;
   readonly #codec: QueueCodec;
-  readonly #options: RedisQueueBackendOptions;
   readonly #maxPayloadBytes: number;
   readonly #pollMs: number;
   readonly #keyPrefix: string;
-  readonly #topics = new Map<string, RedisQueue<unknown>>();
+  readonly #topics: TopicRegistry<RedisQueue<unknown>>;
   /** Connections for blocking XREAD waits: one per concurrent waiting consume. */
   readonly #idleBlockers: RedisClient[] = [];
   readonly #allBlockers = new Set<RedisClient>();
   readonly nextId = createIdGenerator();
-  #closed = false;
   #lost: QueueDataLostError | undefined;
 
   constructor(
@@ -429,45 +428,32 @@ export class RedisStreamsBackend implements RedisQueueBackend {
     this.#client = client;
     this.namespace = namespace;
     this.#codec = codec;
-    this.#options = options;
     this.#maxPayloadBytes = maxPayloadBytes;
     this.#pollMs = options.pollMs ?? 250;
     this.#keyPrefix = options.keyPrefix ?? 'mocra:q:';
     this.consumerName =
       options.consumerName ?? `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+    this.#topics = new TopicRegistry(
+      options.topicDefaults,
+      (name, resolved) => new RedisQueue(this, name, resolved),
+    );
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#topics.closed;
   }
 
   /**
-   * A Redis that restarts without persistence (or is flushed) comes back empty: every queued
-   * message, lease and group of the crawl is gone, and the workers would wait forever on empty
-   * topics or end as if the crawl were done. So the namespace holds an epoch marker, written
-   * once; after every reconnect it is read again, and if it is missing or another the backend
-   * refuses all further work with QueueDataLostError (the engine stops on it). A restart that
-   * kept the data (AOF, RDB) keeps the marker too, and the crawl goes on.
+   * Without its data (a restart without persistence, a flush) the workers would wait forever on
+   * empty topics or end as if the crawl were done: once the namespace's epoch marker is gone
+   * after a reconnect (see watchEpoch), the backend refuses all further work with
+   * QueueDataLostError, and the engine stops on it.
    */
-  async watchEpoch(url: string): Promise<void> {
-    const key = `${this.#keyPrefix}{${this.namespace}}:epoch`;
-    const mine = `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`;
-    await this.#client.set(key, mine, 'NX');
-    const epoch = await this.#client.get(key);
-    this.#client.on('ready', () => {
-      this.#client.get(key).then(
-        (now) => {
-          if (now === epoch || this.#closed || this.#lost !== undefined) return;
-          this.#lost = new QueueDataLostError(FEATURE, redactUrl(url));
-          publishConnection({
-            backend: FEATURE,
-            server: redactUrl(url),
-            state: 'emptied',
-            error: this.#lost,
-          });
-        },
-        () => undefined, // asked again on the next reconnect; commands fail meanwhile anyway
-      );
+  watchEpoch(url: string): Promise<void> {
+    return watchEpoch(this.#client, FEATURE, `${this.#keyPrefix}{${this.namespace}}:epoch`, () => {
+      if (this.closed) return;
+      this.#lost = new QueueDataLostError(FEATURE, redactUrl(url));
+      publishConnection({ backend: FEATURE, server: redactUrl(url), state: 'emptied', error: this.#lost });
     });
   }
 
@@ -503,24 +489,12 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   }
 
   topic<T>(name: string, options?: TopicOptions): LeaseQueue<T> {
-    if (this.#closed) throw new QueueClosedError(name);
-    let topic = this.#topics.get(name);
-    if (!topic) {
-      assertQueueName('topic', name);
-      topic = new RedisQueue<unknown>(
-        this,
-        name,
-        resolveTopicOptions(name, this.#options.topicDefaults, options),
-      );
-      this.#topics.set(name, topic);
-    }
-    return topic as LeaseQueue<T>;
+    return this.#topics.get(name, options) as LeaseQueue<T>;
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    const topics = [...this.#topics.values()];
+    const topics = this.#topics.close();
+    if (!topics) return;
     // Blocked XREADs end with their connections.
     for (const blocker of this.#allBlockers) blocker.disconnect();
     this.#allBlockers.clear();
@@ -542,7 +516,7 @@ export class RedisStreamsBackend implements RedisQueueBackend {
   }
 
   returnBlocker(blocker: RedisClient): void {
-    if (this.#closed || !this.#allBlockers.has(blocker)) {
+    if (this.closed || !this.#allBlockers.has(blocker)) {
       blocker.disconnect();
       return;
     }
@@ -1116,15 +1090,7 @@ class RedisDeadLetters<T> implements DeadLetterQueue<T> {
   }
 
   async #toLetter(id: string, f: Map<string, Buffer>): Promise<DeadLetter<T>> {
-    const raw = f.get('p');
-    let payload: T | undefined;
-    let undecodable = false;
-    try {
-      payload = raw ? ((await this.#backend.codec.decode(raw, this.#queue.name)) as T) : undefined;
-      undecodable = raw === undefined;
-    } catch {
-      undecodable = true;
-    }
+    const { payload, raw } = await letterPayload<T>(this.#backend.codec, f.get('p'), this.#queue.name);
     let headers: Record<string, string> = {};
     try {
       headers = parseHeaders(f.get('h'), this.#queue.name);
@@ -1135,8 +1101,8 @@ class RedisDeadLetters<T> implements DeadLetterQueue<T> {
       id,
       topic: this.#queue.name,
       messageId: str(f.get('i')) || id,
-      payload: undecodable ? undefined : payload,
-      ...(undecodable && raw ? { raw: raw.toString('base64') } : {}),
+      payload,
+      ...(raw === undefined ? {} : { raw }),
       key: f.has('k') ? str(f.get('k')) : undefined,
       priority: Number(str(f.get('r')) || '0') || 0,
       headers,
@@ -1156,20 +1122,7 @@ class RedisDeadLetters<T> implements DeadLetterQueue<T> {
   async list(
     options: { limit?: number; offset?: number; filter?: DeadLetterFilter } = {},
   ): Promise<DeadLetter<T>[]> {
-    const offset = options.offset ?? 0;
-    const limit = options.limit ?? 100;
-    const out: DeadLetter<T>[] = [];
-    let skipped = 0;
-    for await (const letter of this.#entries()) {
-      if (!matchesDeadLetterFilter(letter, options.filter)) continue;
-      if (skipped < offset) {
-        skipped++;
-        continue;
-      }
-      if (out.length >= limit) break;
-      out.push(letter);
-    }
-    return out;
+    return pageOfLetters(this.#entries(), options);
   }
 
   async get(id: string): Promise<DeadLetter<T> | undefined> {
@@ -1211,16 +1164,5 @@ function toFieldMap(flat: readonly Buffer[]): Map<string, Buffer> {
 
 function parseHeaders(raw: Buffer | undefined, topic: string): Record<string, string> {
   if (!raw || raw.length === 0) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw new QueueDecodeError(topic, `headers are not JSON: ${describe(err)}`, { cause: err });
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new QueueDecodeError(topic, 'headers are not an object');
-  }
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') out[k] = v;
-  return out;
+  return parseHeaderObject(raw.toString('utf8'), topic, 'headers');
 }

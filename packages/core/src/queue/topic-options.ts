@@ -3,7 +3,7 @@
  * up in Redis keys, NATS subjects and stream names, and Kafka topic names, so they are held to
  * the one character set all three accept.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, QueueClosedError } from '../errors.js';
 import { DEFAULT_TOPIC_OPTIONS, type TopicOptions } from './types.js';
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -77,4 +77,53 @@ export function checkConsume(topic: string, max: number): number {
   const n = Math.floor(max);
   if (!(n >= 1)) throw new InvalidArgumentError(`topic '${topic}': consume max must be ≥ 1, got ${max}`);
   return n;
+}
+
+/**
+ * The topics of one backend: the same name returns the same topic, a closed backend opens no
+ * more, and `close` hands every topic over once.
+ */
+export class TopicRegistry<TTopic> {
+  readonly #topics = new Map<string, TTopic>();
+  readonly #defaults: TopicOptions | undefined;
+  readonly #create: (name: string, options: Required<TopicOptions>) => TTopic;
+  /** Broker backends hold names to the character set of their keys, subjects and topics. */
+  readonly #brokerNames: boolean;
+  #closed = false;
+
+  constructor(
+    defaults: TopicOptions | undefined,
+    create: (name: string, options: Required<TopicOptions>) => TTopic,
+    options: { brokerNames?: boolean } = {},
+  ) {
+    this.#defaults = defaults;
+    this.#create = create;
+    this.#brokerNames = options.brokerNames ?? true;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get(name: string, options?: TopicOptions): TTopic {
+    if (this.#closed) throw new QueueClosedError(name);
+    let topic = this.#topics.get(name);
+    if (!topic) {
+      if (this.#brokerNames) assertQueueName('topic', name);
+      topic = this.#create(name, resolveTopicOptions(name, this.#defaults, options));
+      this.#topics.set(name, topic);
+    }
+    return topic;
+  }
+
+  values(): IterableIterator<TTopic> {
+    return this.#topics.values();
+  }
+
+  /** Marks the backend closed; the topics to close, or undefined when it was closed already. */
+  close(): TTopic[] | undefined {
+    if (this.#closed) return undefined;
+    this.#closed = true;
+    return [...this.#topics.values()];
+  }
 }

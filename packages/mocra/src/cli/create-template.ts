@@ -149,6 +149,7 @@ START_URL=https://example.com/books/ npx mocra run src/spider.ts --out books.jso
 \`\`\`
 
 \`npx mocra run --help\` lists the runtime flags (concurrency, delay, \`--persist\` to resume,
-\`--cache\` for development).
+\`--cache\` for development), and \`npx mocra shell <url>\` opens a page in a REPL to try
+selectors on it.
 `;
 }

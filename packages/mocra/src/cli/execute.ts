@@ -37,6 +37,8 @@ import type { RuntimeFlags } from './runtime-options.js';
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WriteStream;
+  /** What `mocra shell` reads its commands from. @default process.stdin */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
 /** A piece of work given up on. */

@@ -9,7 +9,7 @@ import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { main } from './program.js';
 import { csvField, formatOf } from './records.js';
-import { durationFlag, intFlag, patternFlag } from './runtime-options.js';
+import { durationFlag, headerFlag, intFlag, patternFlag } from './runtime-options.js';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'mocra-cli-unit-'));
 let site: FixtureSite;
@@ -107,6 +107,11 @@ describe('usage errors exit 2 and name what was wrong', () => {
       /--host, --dashboard-linger need --dashboard/,
     ],
     [['crawl', 'http://x.test/', '--dashboard', '0', '--dashboard-linger', 'later'], /expected a duration/],
+    [['crawl', 'http://x.test/', '-H', 'no colon here'], /expected 'name: value', got 'no colon here'/],
+    [['shell', 'ftp://x.test/'], /only http and https.*MOCRA_ERR_CLI_USAGE/],
+    [['shell'], /missing required argument 'url'/],
+    [['shell', 'http://x.test/', '--max-pages', '3'], /unknown option '--max-pages'/],
+    [['create'], /missing required argument 'dir'/],
     [['crawl'], /missing required argument 'url'/],
     [['run'], /missing required argument 'file'/],
     [['fly'], /unknown command 'fly'/],
@@ -127,6 +132,12 @@ describe('usage errors exit 2 and name what was wrong', () => {
     expect(() => intFlag(1)('-3')).toThrow();
     expect(patternFlag('/a\\d+/i', ['/x/**'])).toEqual(['/x/**', /a\d+/i]);
     expect(patternFlag('/books/**')).toEqual(['/books/**']); // a glob, not a regex
+    expect(headerFlag('X-Demo: a: b', { accept: 'text/html' })).toEqual({
+      accept: 'text/html',
+      'x-demo': 'a: b',
+    });
+    expect(headerFlag('accept:', { accept: 'text/html' })).toEqual({ accept: '' });
+    expect(() => headerFlag(': value')).toThrow();
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The `mocra` command line: `mocra crawl <url…>`, `mocra run <spider-file>`, `mocra create <dir>`,
- * `mocra store …` and `mocra config migrate <file>`, with `--help` on every command. `main(argv)`
- * returns the exit code (see execute.ts); bad usage is 2.
+ * `mocra shell <url>`, `mocra store …` and `mocra config migrate <file>`, with `--help` on every
+ * command. `main(argv)` returns the exit code (see execute.ts); bad usage is 2.
  */
 
 import { isMocraError, LINK_SCOPES } from '@mocra/core';
@@ -12,7 +12,15 @@ import { type CreateFlags, createCommand } from './create-command.js';
 import type { CliIo } from './execute.js';
 import { isUnreleased, ownPackage } from './own-package.js';
 import { runCommand } from './run-command.js';
-import { addRuntimeFlags, type CrawlFlags, patternFlag, type RuntimeFlags } from './runtime-options.js';
+import {
+  addDownloadFlags,
+  addRuntimeFlags,
+  type CrawlFlags,
+  type DownloadFlags,
+  patternFlag,
+  type RuntimeFlags,
+} from './runtime-options.js';
+import { shellCommand } from './shell-command.js';
 import { addStoreCommands } from './store-commands.js';
 
 const EXAMPLES_CRAWL = `
@@ -43,6 +51,16 @@ Examples:
   mocra create my-crawler --link ~/src/mocra   # offline: link a built clone of the repository
 
 An unreleased build (run from a clone of the repository) links to its own clone by default.`;
+
+const EXAMPLES_SHELL = `
+Examples:
+  mocra shell https://example.com/books/
+  mocra shell https://example.com/ --user-agent 'my-bot/1.0' -H 'accept-language: fr'
+  echo "$('title').text()" | mocra shell https://example.com/    # commands from a pipe
+
+In the REPL: res.status, res.headers, res.text(), $('h1').text(), fetch('/page/2'), view().
+The page is fetched as a crawl would fetch it: the same User-Agent, headers, timeouts and
+--config [download] settings.`;
 
 /** This package's version (a clone of the repository says it is not a release). */
 function version(): string {
@@ -135,6 +153,15 @@ export function createProgram(io: CliIo, onExit: (code: number) => void): Comman
     .action((dir: string, flags: CreateFlags) => {
       onExit(createCommand(dir, flags, io));
     });
+  const shell = program
+    .command('shell')
+    .description('fetch a page and open a REPL on it (res, $, fetch(url), view()) to try selectors')
+    .argument('<url>', 'page to fetch first')
+    .addHelpText('after', EXAMPLES_SHELL)
+    .exitOverride();
+  addDownloadFlags(shell).action(async (url: string, flags: DownloadFlags, command: Command) => {
+    onExit(await shellCommand(url, withGiven(flags, command), { ...io, stdin: io.stdin ?? process.stdin }));
+  });
   addStoreCommands(program, io, onExit);
   addConfigCommands(program, io, onExit);
   return program;

@@ -1,6 +1,7 @@
 /**
- * The runtime flags `mocra crawl` and `mocra run` share, their parsing (bad values are
- * CliUsageErrors, exit code 2), and how they configure the builder.
+ * The runtime flags `mocra crawl` and `mocra run` share (and the download flags `mocra shell`
+ * shares with them), their parsing (bad values are CliUsageErrors, exit code 2), and how they
+ * configure the builder or the downloader.
  */
 
 import { readFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import {
   compileUrlPattern,
   createResourceFetcher,
   createRobotsCache,
+  type HttpDownloaderOptions,
   type LinkScope,
   type LogLevel,
   parseToml,
@@ -22,13 +24,24 @@ import type { MocraBuilder } from '../builder.js';
 import { CliUsageError } from '../errors.js';
 import { checkDashboardFlags } from './dashboard.js';
 
-export interface RuntimeFlags {
+/** The flags that say how pages are fetched: shared by every command that downloads (`mocra shell` too). */
+export interface DownloadFlags {
+  userAgent?: string;
+  /** Extra request headers (`--header 'name: value'`, repeatable). */
+  header: Record<string, string>;
+  timeout: number;
+  /** A mocra.toml (Mocra.builder().fromToml): its keys apply unless a flag given on the command line sets them. */
+  config?: string;
+  /** The flags given on the command line (the others hold their defaults). */
+  given: ReadonlySet<string>;
+}
+
+export interface RuntimeFlags extends DownloadFlags {
   concurrency: number;
   perHostConcurrency: number;
   delay: number;
   autothrottle: boolean;
   robots: boolean;
-  userAgent?: string;
   maxPages?: number;
   maxDepth?: number;
   out?: string;
@@ -37,8 +50,6 @@ export interface RuntimeFlags {
   cache?: string;
   /** Milliseconds a cached response is replayed (0: forever). */
   cacheTtl?: number;
-  /** A mocra.toml (Mocra.builder().fromToml): its keys apply unless a flag given on the command line sets them. */
-  config?: string;
   dashboard?: number;
   /** Key of the dashboard's control actions (else MOCRA_API__API_KEY). */
   apiKey?: string;
@@ -47,13 +58,10 @@ export interface RuntimeFlags {
   /** Milliseconds the dashboard stays up after the crawl ended. */
   dashboardLinger?: number;
   retries: number;
-  timeout: number;
   logLevel: LogLevel;
   progress: boolean;
   progressInterval: number;
   strict: boolean;
-  /** The flags given on the command line (the others hold their defaults). */
-  given: ReadonlySet<string>;
 }
 
 export interface CrawlFlags extends RuntimeFlags {
@@ -107,11 +115,39 @@ export function patternFlag(value: string, previous: UrlPattern[] = []): UrlPatt
   return [...previous, text];
 }
 
+/** `name: value` (repeatable; a later value of the same name wins). */
+export function headerFlag(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const colon = value.indexOf(':');
+  const name = colon < 0 ? '' : value.slice(0, colon).trim();
+  // RFC 9110 token characters: what undici would refuse later is refused here, by its flag.
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(name)) bad(`expected 'name: value', got '${value}'`);
+  return { ...previous, [name.toLowerCase()]: value.slice(colon + 1).trim() };
+}
+
+/** Add the flags of {@link DownloadFlags} to a command. */
+export function addDownloadFlags(cmd: Command): Command {
+  return cmd
+    .option('--user-agent <ua>', 'User-Agent header (robots.txt rules are matched for the "mocra" token)')
+    .option('-H, --header <name: value>', 'send this header with every request (repeatable)', headerFlag, {})
+    .addOption(
+      new Option(
+        '--timeout <duration>',
+        'longest a request may take, body included (also the wait for headers and between body chunks); robots.txt and sitemaps too',
+      )
+        .default(30_000)
+        .argParser(durationFlag),
+    )
+    .option(
+      '--config <file>',
+      'read settings from a mocra.toml (docs/configuration.md); flags given here win over it',
+    );
+}
+
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /** Add the shared runtime flags to a command. */
 export function addRuntimeFlags(cmd: Command): Command {
-  return cmd
+  return addDownloadFlags(cmd)
     .hook('preAction', (command) => checkDashboardFlags(command.opts<Partial<RuntimeFlags>>()))
     .addOption(
       new Option('-c, --concurrency <n>', 'downloads at once, all hosts together')
@@ -133,7 +169,6 @@ export function addRuntimeFlags(cmd: Command): Command {
       '--no-robots',
       'ignore robots.txt (obeyed by default: disallowed URLs are skipped, Crawl-delay honoured)',
     )
-    .option('--user-agent <ua>', 'User-Agent header (robots.txt rules are matched for the "mocra" token)')
     .addOption(new Option('--max-pages <n>', 'stop after this many pages (exact)').argParser(intFlag(1)))
     .addOption(
       new Option('--max-depth <n>', 'do not follow links deeper than this (start URLs are 0)').argParser(
@@ -158,10 +193,6 @@ export function addRuntimeFlags(cmd: Command): Command {
         'replay cached responses this long, then fetch again (30s, 5m, 1h; default: forever)',
       ).argParser(durationFlag),
     )
-    .option(
-      '--config <file>',
-      'read settings from a mocra.toml (docs/configuration.md); flags given here win over it',
-    )
     .addOption(
       new Option('--dashboard <port>', 'serve the live dashboard and control API on this port').argParser(
         intFlag(0, 65_535),
@@ -183,14 +214,6 @@ export function addRuntimeFlags(cmd: Command): Command {
     )
     .addOption(
       new Option('--retries <n>', 'retries of a failed request').default(2).argParser(intFlag(0, 100)),
-    )
-    .addOption(
-      new Option(
-        '--timeout <duration>',
-        'longest a request may take, body included (also the wait for headers and between body chunks); robots.txt and sitemaps too',
-      )
-        .default(30_000)
-        .argParser(durationFlag),
     )
     .addOption(new Option('--log-level <level>', 'log level on stderr').default('error').choices(LOG_LEVELS))
     .option('--no-progress', 'no progress display')
@@ -246,11 +269,27 @@ export interface CrawlResources {
   fetch: ResourceFetcher;
 }
 
+/** Whether a flag applies: given on the command line, or no key of the config or environment sets it. */
+function flagApplies(flags: DownloadFlags): (flag: keyof typeof CONFIG_FLAGS) => boolean {
+  const configured = configuredKeys(flags.config);
+  return (flag) => flags.given.has(flag) || !CONFIG_FLAGS[flag].some((key) => configured.has(key));
+}
+
+/** What the download flags set of the HTTP downloader's options (the config supplies the rest). */
+export function downloadOptions(flags: DownloadFlags): HttpDownloaderOptions {
+  const apply = flagApplies(flags);
+  return {
+    ...(apply('timeout')
+      ? { headersTimeoutMs: flags.timeout, bodyTimeoutMs: flags.timeout, requestTimeoutMs: flags.timeout }
+      : {}),
+    ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
+    ...(Object.keys(flags.header).length === 0 ? {} : { headers: flags.header }),
+  };
+}
+
 /** Apply the shared runtime flags to a builder; returns how robots.txt and sitemaps are fetched. */
 export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): CrawlResources {
-  const configured = configuredKeys(flags.config);
-  const apply = (flag: keyof typeof CONFIG_FLAGS) =>
-    flags.given.has(flag) || !CONFIG_FLAGS[flag].some((key) => configured.has(key));
+  const apply = flagApplies(flags);
   const fetch = createResourceFetcher(
     apply('timeout') ? { timeoutMs: flags.timeout, requestTimeoutMs: flags.timeout } : {},
   );
@@ -259,10 +298,7 @@ export function configureBuilder(builder: MocraBuilder, flags: RuntimeFlags): Cr
   if (apply('concurrency')) builder.concurrency(flags.concurrency);
   builder.download({
     ...(apply('concurrency') ? { connections: flags.concurrency } : {}),
-    ...(apply('timeout')
-      ? { headersTimeoutMs: flags.timeout, bodyTimeoutMs: flags.timeout, requestTimeoutMs: flags.timeout }
-      : {}),
-    ...(flags.userAgent === undefined ? {} : { userAgent: flags.userAgent }),
+    ...downloadOptions(flags),
   });
   if (apply('retries')) builder.retry({ maxRetries: flags.retries });
   if (apply('logLevel')) builder.logging({ level: flags.logLevel });

@@ -1,4 +1,8 @@
-// `mocra/dataframe`: DataFrames on nodejs-polars (install it: pnpm add nodejs-polars@0.25.2).
+/**
+ * `mocra/dataframe`: DataFrames on nodejs-polars (install it: pnpm add nodejs-polars@0.25.2).
+ *
+ * @module mocra/dataframe
+ */
 export type {
   ColumnSpec,
   ColumnType,

@@ -1,4 +1,8 @@
-// `mocra/sandbox`: run a site's own JavaScript and WebAssembly in isolates (install: pnpm add isolated-vm).
+/**
+ * `mocra/sandbox`: run a site's own JavaScript and WebAssembly in isolates (install: pnpm add isolated-vm).
+ *
+ * @module mocra/sandbox
+ */
 export type {
   HostFunction,
   JsonValue,

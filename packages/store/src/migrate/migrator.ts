@@ -6,7 +6,7 @@ import type { Migration } from './migrations.js';
 
 export type MigrationState = 'applied' | 'pending' | 'changed' | 'unknown';
 
-/** One migration as seen by {@link migrationStatus}. */
+/** One migration as seen by `migrationStatus`. */
 export interface MigrationStatusEntry {
   version: number;
   name: string;

@@ -15,9 +15,10 @@
 //   {SINK_KEY}:items           itemId → book JSON (HSETNX)
 //   {SINK_KEY}:writes          itemId → writes (HINCRBY)
 //   {SINK_KEY}:pages:{node}    host → pages this node parsed (HINCRBY)
+//   {SINK_KEY}:visits          account → the node that ran its `visit` task (HSET)
 // Prints one JSON summary on stdout when the run ends.
 import { Redis } from 'ioredis';
-import { ClusterConfig, defineSpider, Mocra } from 'mocra';
+import { ClusterConfig, defineModule, defineSpider, Mocra, Request } from 'mocra';
 import { printSummary } from '../worker-summary.js';
 
 const env = process.env;
@@ -51,7 +52,30 @@ const catalog = defineSpider<Book>({
   },
 });
 
+// A module, partitioned by account: a `/start_work` task `{ module: 'visit', account, params: { url } }`
+// runs on the owner of its account, which fetches the URL.
+const visit = defineModule<{ account: string; node: string }>({
+  name: 'visit',
+  nodes: [
+    {
+      id: 'get',
+      generate: (ctx) =>
+        typeof ctx.params.url === 'string'
+          ? [new Request(ctx.params.url, { meta: { account: ctx.account } })]
+          : [],
+      parse(res, cx) {
+        cx.emit({ account: res.request.meta.account as string, node: me });
+      },
+    },
+  ],
+});
+
 let builder = Mocra.builder()
+  .module(visit, {
+    async write(item) {
+      await sink.hset(`${sinkKey}:visits`, item.account, item.node);
+    },
+  })
   .spider(catalog, {
     async write(item, meta) {
       await sink

@@ -7,7 +7,8 @@
 //
 //   1. finite: 3 nodes crawl 3 hosts; every page fetched once, every item once, each host's pages
 //      all on its owner; every node ends when the whole cluster is idle
-//   2. service: a 4th node joins and takes the hosts it now owns; a node is SIGKILLed mid-crawl:
+//   2. service: a 4th node joins and takes the hosts it now owns (and a module's `/start_work`
+//      tasks run on their account's owner, whichever node they were posted to); a node is SIGKILLed mid-crawl:
 //      its host moves to a survivor in the partition map, its queued work is not done by anyone
 //      (lost to the run without persist) until it restarts on its persist directory and resumes
 //   3. finite, no persist: a node SIGKILLed mid-crawl; its host's queued pages are lost to the run,
@@ -17,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hostPartitionKey, rendezvousOwner } from '@mocra/core';
+import { accountPartitionKey, hostPartitionKey, rendezvousOwner } from '@mocra/core';
 import { expectedCounts, type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, expect, test } from 'vitest';
@@ -164,7 +165,7 @@ test('3 Raft nodes without a queue service crawl 3 hosts: each page once, each h
 });
 
 test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its queued work waits for its restart on persist, which resumes it', {
-  timeout: 240_000,
+  timeout: 360_000,
 }, async () => {
   const three = ['n1', 'n2', 'n3'];
   const four = ['n1', 'n2', 'n3', 'n4'];
@@ -212,6 +213,26 @@ test('a 4th node joins and takes its hosts; a SIGKILLed node’s host moves, its
     const owner = rendezvousOwner(hostKey(site), four)!;
     expect(joined.find((n) => n.id === owner)?.partitions).toContain(hostKey(site));
   }
+
+  // ── a module's tasks go by account: each runs on its account's owner, posted to n1 ─────────
+  const accounts = four.map((owner) => {
+    for (let i = 0; i < 1_000; i++)
+      if (rendezvousOwner(accountPartitionKey(`acc${i}`), four) === owner) return `acc${i}`;
+    throw new Error(`no account owned by ${owner}`);
+  });
+  for (const account of accounts) {
+    const posted = await callApi(n1, API_KEY, '/start_work', {
+      module: 'visit',
+      account,
+      params: { url: `${first[0]!.url}/books/page/2?account=${account}` },
+    });
+    expect(posted.status).toBe(202);
+  }
+  const visits = await until('every account task ran', nodes, async () => {
+    const v = await redis.hgetall(`${c.sinkKey}:visits`);
+    return Object.keys(v).length === accounts.length ? v : undefined;
+  });
+  expect(accounts.map((a) => visits[a])).toEqual(four);
 
   // ── SIGKILL the owner of a slow host mid-crawl ─────────────────────────────────────────────
   const victim = 'n3';

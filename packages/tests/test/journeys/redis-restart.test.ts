@@ -82,14 +82,30 @@ interface RestartOutcome {
   downMs: number;
 }
 
-/** Two workers on a Redis of our own, which is stopped once they wrote `stopAt` pages and started again after `downMs`. */
-async function crawlAcrossRestart(label: string, persistent: boolean, stopAt = 4_000, downMs = 3_000) {
+/**
+ * Two workers on a Redis of our own, which is stopped once they wrote `stopAt` pages and started
+ * again after `downMs`. With `coordinationApart` that Redis holds only the coordination (and the
+ * dedup set); the queue is on a second one, with an append-only file, that keeps running.
+ */
+async function crawlAcrossRestart(
+  label: string,
+  persistent: boolean,
+  { coordinationApart = false, stopAt = 4_000, downMs = 3_000 } = {},
+) {
   const dir = path.join(root, label);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   let server = await startRedis(port, dir, persistent);
-  const env = { MOCRA_QUEUE: `redis://127.0.0.1:${port}`, MOCRA_NAME: label };
+  const env: Record<string, string> = { MOCRA_QUEUE: `redis://127.0.0.1:${port}`, MOCRA_NAME: label };
+  if (coordinationApart) {
+    const queueDir = path.join(dir, 'queue');
+    mkdirSync(queueDir);
+    const queuePort = await freePort();
+    await startRedis(queuePort, queueDir, true);
+    env.MOCRA_QUEUE = `redis://127.0.0.1:${queuePort}`;
+    env.MOCRA_COORDINATION = `redis://127.0.0.1:${port}`;
+  }
   const outs = [0, 1].map((i) => path.join(root, `${label}-${i}.jsonl`));
   const start = site.graphUrl(GRAPH, 0);
   const workers: Started[] = outs.map((out) =>
@@ -132,11 +148,7 @@ async function crawlAcrossRestart(label: string, persistent: boolean, stopAt = 4
 
 const server = (port: number) => `the Redis queue backend (redis://127.0.0.1:${port})`;
 
-// Not yet reliable, so it runs only when asked for (MOCRA_TEST_REDIS_RESTART_AOF=1): it passed in
-// four runs alone, but in one run of the whole suite 3 of the 20,000 pages were never fetched —
-// all 20,000 admitted by the frontier, none given up, both workers exit 0 — so a request queued
-// across the restart can still be lost. Until that is found, this test would fail at random.
-test.skipIf(process.env.MOCRA_TEST_REDIS_RESTART_AOF !== '1')(
+test(
   'Redis with an append-only file restarted mid-crawl: the workers wait, say so, reconnect and lose nothing',
   async () => {
     const outcome = await crawlAcrossRestart('aof', true);
@@ -150,6 +162,22 @@ test.skipIf(process.env.MOCRA_TEST_REDIS_RESTART_AOF !== '1')(
       expect(w.stderr.split(`lost the connection of ${server(outcome.port)}`).length - 1).toBe(1);
     }
     expect(outcome.union).toBe(graphPageCount(GRAPH));
+  },
+  CRAWL_BOUND_MS + 30_000,
+);
+
+test(
+  'a coordination Redis apart from the queue restarted without persistence: the run markers are gone, and the workers stop with a typed error instead of waiting forever',
+  async () => {
+    const outcome = await crawlAcrossRestart('coordination', false, { coordinationApart: true });
+    for (const w of outcome.workers) {
+      expect(w.code, w.stderr).toBe(1);
+      expect(w.stderr).toContain(
+        `mocra: the Redis coordination backend: redis://127.0.0.1:${outcome.port} came back without this crawl's coordination data`,
+      );
+      expect(w.stderr).toContain('(MOCRA_ERR_COORDINATION_DATA_LOST)');
+    }
+    expect(outcome.union).toBeGreaterThan(0);
   },
   CRAWL_BOUND_MS + 30_000,
 );

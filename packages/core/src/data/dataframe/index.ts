@@ -1,4 +1,8 @@
-// DataFrames on nodejs-polars (an optional peer dependency, loaded on first use).
+/**
+ * DataFrames on nodejs-polars (an optional peer dependency, loaded on first use).
+ *
+ * @module @mocra/core/dataframe
+ */
 export type { HtmlSource, HtmlTableOptions, TableToDataFrameOptions, ToDataFrameOptions } from './convert.js';
 export { dataFrameToItems, readHtmlTable, tableToDataFrame, toDataFrame } from './convert.js';
 export type { DataFrame, PolarsModule } from './polars.js';

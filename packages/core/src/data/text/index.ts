@@ -1,4 +1,8 @@
-// Parsing helpers for scraped text: numbers, dates, string case, and a batch buffer.
+/**
+ * Parsing helpers for scraped text: numbers, dates, string case, and a batch buffer.
+ *
+ * @module @mocra/core/text
+ */
 export type { BatchBufferOptions } from './batch-buffer.js';
 export { BatchBuffer } from './batch-buffer.js';
 export type { CaseStyle } from './case.js';

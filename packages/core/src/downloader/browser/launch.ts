@@ -35,7 +35,7 @@ export type PlaywrightPackage = 'playwright-core' | 'playwright';
 export interface ChromiumLaunchOptions {
   /** @default process.env.MOCRA_CHROMIUM_PATH ?? '/usr/bin/chromium' */
   executablePath?: string;
-  /** Flags added after {@link DEFAULT_CHROMIUM_FLAGS}. @default [] */
+  /** Flags added after `DEFAULT_CHROMIUM_FLAGS`. @default [] */
   args?: string[];
   /** Run without a window. @default true */
   headless?: boolean;

@@ -36,7 +36,7 @@ export interface LinkCandidate {
 }
 
 export interface PlanLinksOptions extends LinkFilterOptions {
-  /** See {@link ExtractLinksOptions.selector}. @default `a[href], area[href], link[rel~=next|prev][href]` */
+  /** See `ExtractLinksOptions.selector`. @default `a[href], area[href], link[rel~=next|prev][href]` */
   selector?: string;
   /**
    * Skip links marked `rel="nofollow"`, and every link of a page whose `<meta name="robots">`

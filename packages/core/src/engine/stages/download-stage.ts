@@ -1,0 +1,249 @@
+/** request ▶ gate ▶ downloader ▶ response (parsed here when the parse stage has room) */
+import type { ModuleDownloadSettings } from '../../downloader/download-router.js';
+import type { Downloader } from '../../downloader/types.js';
+import { ConnectionError, HttpStatusError, isMocraError } from '../../errors.js';
+import { fingerprintRequest } from '../../frontier/fingerprint.js';
+import { ATTEMPT_HEADER } from '../../model/events.js';
+import { Request, type RequestData } from '../../model/request.js';
+import type { Response } from '../../model/response.js';
+import type { RegisteredModule } from '../../module/registry.js';
+import { DEFAULT_ACCOUNT, DEFAULT_PLATFORM, type ModuleScope } from '../../module/runtime.js';
+import { channels } from '../../observability/channels.js';
+import { parseRetryAfterMs } from '../../policy/backoff.js';
+import type { Delivery } from '../../queue/types.js';
+import { REPLAYED_HEADER } from '../dead-letters.js';
+import { LocalDelivery } from '../local-delivery.js';
+import { dropIfStopped, publishJoins } from './common-steps.js';
+import { attemptsOf, keyOf, parseClaimHeaders, type StageEnv, workOf } from './stage-env.js';
+import { composeSteps, DONE, end, type Step } from './steps.js';
+
+interface DownloadWork {
+  delivery: Delivery<Request | RequestData>;
+  request: Request;
+  signal: AbortSignal;
+  registered: RegisteredModule;
+  /** The module's config for the request's account × platform (set once the gate let it in). */
+  scope: ModuleScope;
+  settings: ModuleDownloadSettings;
+  downloader: Downloader;
+  response: Response;
+}
+
+export function downloadStage(env: StageEnv) {
+  const gate = env.frontier.gate;
+  const steps: Step<DownloadWork>[] = [];
+  if (env.journal !== undefined) steps.push(skipIfParsed(env));
+  steps.push(
+    function resolveModule(w) {
+      w.registered = env.registry.get(w.request.module);
+      return undefined;
+    },
+    dropIfStopped(env, ({ request, registered }) => ({
+      runId: request.runId ?? env.runId,
+      module: registered.module.name,
+      node: request.node,
+      stage: 'download',
+      url: request.url,
+      origin: request,
+    })),
+    async function admitByPolicy({ delivery, request }) {
+      const admission = env.policy.admit?.('download', workOf(request, attemptsOf(delivery)));
+      if (admission === undefined) return undefined;
+      if ('error' in admission) throw admission.error;
+      // A circuit breaker is open: put the request back without counting a failure.
+      await republish(env, delivery, request, admission.deferMs);
+      return DONE;
+    },
+    async function enterGate({ delivery, request, signal }) {
+      const decided = gate.enter(request, signal);
+      const decision = decided instanceof Promise ? await decided : decided;
+      if (decision === undefined) return undefined;
+      // Not downloaded now: a breaker probe this request may have been goes to the next one.
+      env.policy.released?.('download', workOf(request));
+      if ('deferMs' in decision) {
+        await republish(env, delivery, request, decision.deferMs);
+      } else {
+        env.counters.dropped++;
+        if (channels.drop.hasSubscribers) channels.drop.publish({ request, reason: decision.drop });
+        if (env.debug)
+          env.log.debug({ url: request.url, reason: decision.drop }, 'dropped by the download gate');
+        await publishJoins(env, env.modules.onAbandoned(request), request);
+      }
+      return DONE;
+    },
+    // The module's config (downloader, middleware, session) for the request's account × platform;
+    // a module with shouldLogin logs in here first.
+    async function selectDownloader(w) {
+      const { request, registered } = w;
+      if (channels.request.hasSubscribers) channels.request.publish({ request });
+      try {
+        w.scope = await env.modules.scope(
+          registered,
+          request.account ?? DEFAULT_ACCOUNT,
+          request.platform ?? DEFAULT_PLATFORM,
+          w.signal,
+        );
+        w.settings = env.modules.downloadSettings(registered, w.scope);
+        w.downloader = env.downloads.select(request, w.settings);
+      } catch (err) {
+        gate.leave(request, { error: err });
+        throw err;
+      }
+      return w.downloader.stream === undefined ? undefined : end(await stream(env, w));
+    },
+    // Middleware (beforeRequest/afterResponse), the session's cookies and login check.
+    async function fetch(w) {
+      const { request } = w;
+      try {
+        const out = await env.modules.download(request, w.registered, w.scope, w.signal);
+        if (out.response === undefined) {
+          gate.leave(request, {});
+          await publishJoins(env, out.joins, request);
+          return DONE;
+        }
+        w.response = out.response;
+      } catch (err) {
+        gate.leave(request, { error: err });
+        if (isMocraError(err)) throw err;
+        throw new ConnectionError(request.url, 'headers', err instanceof Error ? err.message : String(err), {
+          cause: err,
+        });
+      }
+      const { response } = w;
+      gate.leave(request, {
+        status: response.status,
+        durationMs: response.durationMs,
+        headers: response.headers,
+      });
+      if (env.debug) env.log.debug({ url: response.url, status: response.status }, 'downloaded');
+      return undefined;
+    },
+    function checkStatus({ delivery, request, response }) {
+      if (env.policy.retryStatus(response, attemptsOf(delivery))) {
+        throw new HttpStatusError(
+          response.url,
+          response.status,
+          parseRetryAfterMs(response.header('retry-after'), Date.now()),
+        );
+      }
+      env.policy.succeeded?.('download', { ...workOf(request), status: response.status });
+      countResponse(env, request, response);
+      return undefined;
+    },
+    function handToParse({ delivery, response }) {
+      const parseHere = env.parseHere;
+      if (parseHere !== undefined) {
+        // Parsed here when the parse stage has a free slot: no broker round trip, the body never
+        // leaves the process. The request stays leased until the parse is done, so a crash in
+        // between fetches it again instead of losing the page. (docs/architecture.md#two-hops-that-stay-in-the-process)
+        const local = new LocalDelivery(env.topics.response, {
+          id: `${delivery.id}>parse`,
+          payload: response,
+          priority: delivery.priority,
+          key: delivery.key,
+          headers: parseClaimHeaders(delivery),
+          putBackHeaders: parseClaimHeaders(delivery, true),
+        });
+        if (parseHere(local)) return end({ settleAfter: local.settled });
+      }
+      return publishResponse(env, delivery, response, parseClaimHeaders(delivery)).then(() => DONE);
+    },
+  );
+  return composeSteps<Request | RequestData, DownloadWork>(
+    (delivery, signal) => ({ delivery, request: Request.from(delivery.payload), signal }) as DownloadWork,
+    steps,
+  );
+}
+
+/**
+ * `persist`: a first delivery of a request whose page was already parsed (the process died
+ * after the parse began but before this request was acked) is acked without fetching again —
+ * its response is on the response topic. Retries and replays fetch as they are meant to.
+ */
+function skipIfParsed(env: StageEnv): Step<DownloadWork> {
+  const journal = env.journal!;
+  return async function skipIfParsed({ delivery, request }) {
+    if (delivery.headers[ATTEMPT_HEADER] !== undefined || delivery.headers[REPLAYED_HEADER] !== undefined)
+      return undefined;
+    if (!(await journal.parsed(request.fingerprint ?? fingerprintRequest(request)))) return undefined;
+    if (env.debug) env.log.debug({ url: request.url }, 'already parsed before a restart; not fetched again');
+    return DONE;
+  };
+}
+
+/** Put a request back on its topic after `delayMs` (a deferral, not a failure). */
+function republish(
+  env: StageEnv,
+  delivery: Delivery<Request | RequestData>,
+  request: Request,
+  delayMs: number,
+): Promise<void> {
+  env.credits?.continued(delivery); // the request's unit goes on in the republished message
+  return env.topics.request.publish([
+    {
+      payload: request,
+      priority: delivery.priority,
+      delayMs,
+      headers: delivery.headers as Record<string, string>,
+      ...keyOf(delivery.key),
+    },
+  ]);
+}
+
+function countResponse(env: StageEnv, request: Request, response: Response): void {
+  env.counters.pages++;
+  env.counters.bytes += response.body.length;
+  env.db?.counted(request.runId, request.module, 'requests');
+  if (channels.response.hasSubscribers) channels.response.publish({ request, response });
+}
+
+function publishResponse(
+  env: StageEnv,
+  delivery: Delivery<Request | RequestData>,
+  response: Response,
+  headers?: Record<string, string>,
+): Promise<void> {
+  env.credits?.continued(delivery); // the request's unit goes on in its response
+  return env.topics.response.publish([
+    {
+      payload: response,
+      priority: delivery.priority,
+      ...keyOf(delivery.key),
+      ...(headers === undefined ? {} : { headers }),
+    },
+  ]);
+}
+
+/**
+ * request ▶ streaming downloader (WebSocket) ▶ many responses. The request stays leased (the
+ * stage extends its lease) while the stream runs; each response is published as it arrives,
+ * so a full response topic slows the stream instead of growing memory. The gate is left once
+ * the stream delivered its first response: a long stream must not hold a host's download slot.
+ * A stream that ends normally acks the request; one that fails takes the retry path.
+ */
+async function stream(env: StageEnv, w: DownloadWork): Promise<undefined> {
+  const { delivery, request } = w;
+  const gate = env.frontier.gate;
+  const started = performance.now();
+  let left = false;
+  const leave = (outcome: { status?: number; error?: unknown }): void => {
+    if (left) return;
+    left = true;
+    gate.leave(request, { ...outcome, durationMs: performance.now() - started });
+  };
+  try {
+    await env.downloads.stream(w.downloader, request, w.settings, w.signal, async (response) => {
+      leave({ status: response.status });
+      countResponse(env, request, response);
+      await publishResponse(env, delivery, response);
+    });
+  } catch (err) {
+    leave({ error: err });
+    if (isMocraError(err)) throw err;
+    throw new ConnectionError(request.url, 'body', err instanceof Error ? err.message : String(err), {
+      cause: err,
+    });
+  }
+  leave({ status: 200 });
+  return undefined;
+}
