@@ -25,6 +25,9 @@ beforeAll(async () => {
     served++;
     res.writeHead(200, { 'content-type': 'text/plain' }).end(`ok ${req.url}`);
   });
+  // Longer than any pause between a worker's requests: a socket the server closes while undici
+  // reuses it fails a download ("other side closed"), which the summaries would count as errors.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   site = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 });
