@@ -36,6 +36,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModuleConfigResolver } from '../config/module-config.js';
 import type { Coordination } from '../coordination/types.js';
+import { JoinCredits } from '../distributed/join-credits.js';
 import type { BlockedDetectionOptions } from '../downloader/blocked.js';
 import { DownloadRouter, type DownloadRouterOptions } from '../downloader/download-router.js';
 import { HttpCache, type HttpCacheOptions } from '../downloader/http-cache.js';
@@ -56,6 +57,7 @@ import type { DataSink } from '../model/item.js';
 import type { Request, RequestData } from '../model/request.js';
 import type { Response } from '../model/response.js';
 import { scheduleModuleCrons } from '../module/cron-jobs.js';
+import type { ModuleGraph } from '../module/graph.js';
 import { ModuleRegistry, type RegisteredModule } from '../module/registry.js';
 import { RunLedger } from '../module/run-ledger.js';
 import { ModuleRuntime, type ModuleRuntimeStats } from '../module/runtime.js';
@@ -78,6 +80,7 @@ import type { EngineDeadLetters } from './dead-letters.js';
 import { ClaimingDeduplicator, persistPaths, RecoveryJournal } from './persistence.js';
 import { EngineRecovery, type PolicyStats, type WatchdogTimeouts } from './recovery.js';
 import { type HandlerResult, StageRunner } from './stage-runner.js';
+import { publishJoins } from './stages/common-steps.js';
 import { downloadStage } from './stages/download-stage.js';
 import { errorStage, reportStageFailure } from './stages/error-stage.js';
 import { followUpStage } from './stages/follow-up-stage.js';
@@ -511,12 +514,40 @@ export class Engine {
       topics: this.#topics,
       counters: this.#counters,
       router: options.router,
+      credits: this.#createJoinCredits(options.coordination, options.namespace ?? 'mocra'),
       parseHere: parseWhereDownloaded
         ? (delivery) => this.#runners.get('parse')?.runHere(delivery) ?? false
         : undefined,
       report: (event, decision) => this.#report(event, decision),
       stopCritical: () => void this.#finish('critical'),
     };
+  }
+
+  /** Join credit for modules with join nodes, with shared coordination (distributed/join-credits.ts). */
+  #createJoinCredits(coordination: Coordination | undefined, namespace: string): JoinCredits | undefined {
+    if (coordination === undefined || coordination.kind === 'local') return undefined;
+    const joinGraphs = new Map<string, ModuleGraph | undefined>();
+    return new JoinCredits({
+      coordination,
+      namespace,
+      log: this.log,
+      graphOf: (module) => {
+        // Asked for every delivery: modules are registered before run(), so cache the answer.
+        if (joinGraphs.has(module)) return joinGraphs.get(module);
+        const graph = this.#registry.has(module) ? this.#registry.get(module).graph : undefined;
+        const joins = graph?.order.some((id) => graph.nodes.get(id)?.join === true) ? graph : undefined;
+        if (this.#state !== 'created') joinGraphs.set(module, joins);
+        return joins;
+      },
+      modulesOf: (task) => this.#modules.modulesOf(task as TaskEvent).map((r) => r.module.name),
+      fire: (joins, origin) =>
+        publishJoins(
+          this.#env,
+          joins.map((j) => j.join),
+          origin,
+          joins.map((j) => j.credit),
+        ),
+    });
   }
 
   /** The registered modules (read only: `register()` adds them). */
@@ -597,18 +628,7 @@ export class Engine {
     if (this.#state !== 'created') throw new EngineStateError('modules can only be registered before run()');
     this.#downloads.validateModule(module); // an unknown downloader name fails here, not per request
     this.#modules.validate(module as Module<unknown>); // so does an unknown middleware name
-    const registered = this.#registry.register(module, sink);
-    if (this.#options.coordination !== undefined && this.#options.coordination.kind !== 'local') {
-      const joins = registered.graph.order.filter((id) => registered.graph.nodes.get(id)?.join === true);
-      if (joins.length > 0) {
-        // Join bookkeeping (module/run-ledger.ts) sees only this process's share of a run; on a
-        // queue that spreads one run's work over several workers a join may fire early or twice.
-        this.log.warn(
-          { module: module.name, joins },
-          `module '${module.name}' has join nodes (${joins.join(', ')}): joins are tracked per process, so across several workers they are exact only when one worker handles a whole run (docs/deployment.md#joins-in-a-cluster); use a DAG job for fan-in across workers`,
-        );
-      }
-    }
+    this.#registry.register(module, sink);
     return this;
   }
 
@@ -798,7 +818,11 @@ export class Engine {
       name: stage,
       queue,
       concurrency: this.#concurrency[stage],
-      handle: this.#recovery.guard(stage, (d: Delivery<T>) => `${stage} ${describeDelivery(d)}`, handle),
+      handle: this.#recovery.guard(
+        stage,
+        (d: Delivery<T>) => `${stage} ${describeDelivery(d)}`,
+        this.#env.credits?.wrap(stage, handle) ?? handle,
+      ),
       onFailure: (delivery, error) => reportStageFailure(this.#env, stage, delivery, error),
       onSettled: () => {
         this.#recovery.progress();
@@ -1055,7 +1079,10 @@ export class Engine {
       ?.stop()
       .catch((err: unknown) => this.log.error({ err }, 'stopping the cron scheduler failed'));
     this.#recovery.stop();
+    // Held acks wait for join credit: write it now rather than when the run would go quiet.
+    const credited = this.#env.credits?.close();
     await Promise.all([...this.#runners.values()].map((runner) => runner.stop(deadline)));
+    await credited;
     await this.#modules.runEndsSettled();
     for (const [stage] of this.#runners) {
       if (channels.stage.hasSubscribers) channels.stage.publish({ stage, phase: 'stop' });

@@ -34,8 +34,12 @@ export type HandlerResult =
   | undefined
   | { nack: { delayMs?: number; reason?: string } }
   | { deadLetter: string }
-  /** Ack once this settles (a hand-off to `runHere` of another stage); nack if it rejects. */
-  | { settleAfter: Promise<void> };
+  /**
+   * Ack once this settles (a hand-off to `runHere` of another stage); nack if it rejects.
+   * `hold`: the wait is for bookkeeping that is written in batches (join credit), so it does not
+   * stop the stage from pulling; whoever holds it bounds how many and how long.
+   */
+  | { settleAfter: Promise<void>; hold?: true };
 
 export interface StageRunnerOptions<T> {
   name: string;
@@ -86,6 +90,8 @@ export class StageRunner<T> {
   readonly #waiting: Delivery<T>[] = [];
   /** Deliveries in `#inFlight` whose handler is done and whose ack/nack is on its way. */
   #settling = 0;
+  /** Of those, settles held for batched bookkeeping (`hold`): they never count as busy. */
+  #held = 0;
   #started = 0;
   #done = 0;
   #failed = 0;
@@ -308,6 +314,8 @@ export class StageRunner<T> {
     // The handler's slot is free once it returned: on a remote queue the ack is a round trip,
     // and holding the slot for it would spend the stage's concurrency (downloads, say) on
     // waiting for the broker. The delivery stays in flight (leases, stop, idleness) until settled.
+    const held = outcome !== undefined && 'settleAfter' in outcome && outcome.hold === true;
+    if (held) this.#held++;
     this.#settling++;
     this.#startWaiting();
     this.#wakeUp();
@@ -323,6 +331,7 @@ export class StageRunner<T> {
       await this.#settle(delivery, outcome);
     } finally {
       this.#settling--;
+      if (held) this.#held--;
     }
     this.#inFlight.delete(delivery);
     if (this.#inFlight.size === 0) this.#drained?.();
@@ -337,7 +346,7 @@ export class StageRunner<T> {
    */
   #busy(): number {
     const running = this.#inFlight.size - this.#settling;
-    return running + Math.max(0, this.#settling - this.#concurrency);
+    return running + Math.max(0, this.#settling - this.#held - this.#concurrency);
   }
 
   #startWaiting(): void {

@@ -53,6 +53,8 @@ export interface TaskEvent {
   params?: Record<string, unknown>;
   /** Queue priority of the task message. @default 0 */
   priority?: number;
+  /** Set by the engine: join credit (distributed/credit.ts); a task without it seeds its run. */
+  credit?: string;
 }
 
 /**
@@ -74,6 +76,8 @@ export interface FollowUpTask {
   parent?: string;
   /** Why the target's generate runs: a hand-off (default), the advance gate, or a join. */
   trigger?: 'follow-up' | 'advance' | 'join';
+  /** Set by the engine for modules with join nodes on shared coordination (distributed/credit.ts). */
+  credit?: string;
 }
 
 /**

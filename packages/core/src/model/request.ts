@@ -44,6 +44,8 @@ export interface RequestData {
   runId?: string;
   account?: string;
   fingerprint?: string;
+  /** Set by the engine for modules with join nodes in a cluster: the request's join credit. */
+  credit?: string;
   downloader?: string;
   proxy?: ProxyChoice;
   platform?: string;
@@ -51,7 +53,7 @@ export interface RequestData {
 }
 
 /** What can be set when a request is created; everything else has a default. */
-export type RequestInit = Omit<RequestData, 'url' | 'body' | 'fingerprint'> & {
+export type RequestInit = Omit<RequestData, 'url' | 'body' | 'fingerprint' | 'credit'> & {
   body?: RequestBody;
 } & RequestEncodingInit;
 
@@ -86,6 +88,11 @@ export class Request {
   account: string | undefined;
   /** Set by the frontier on admission; the first half of every item's `itemId`. */
   fingerprint: string | undefined;
+  /**
+   * Set by the engine, only for modules with join nodes on shared coordination: the share of
+   * its run's join credit this request holds (distributed/credit.ts). Never copied by `clone`.
+   */
+  credit: string | undefined;
   /** The registered downloader that fetches it (its module's choice, else the default, when unset). */
   downloader: string | undefined;
   /** Proxy use for this request; wins over its module's setting. Unset: the module's, else the pool's choice. */
@@ -115,6 +122,7 @@ export class Request {
     this.runId = init.runId;
     this.account = init.account;
     this.fingerprint = undefined;
+    this.credit = undefined;
     this.downloader = init.downloader;
     this.proxy = init.proxy;
     this.platform = init.platform;
@@ -172,6 +180,7 @@ export class Request {
     if (this.runId !== undefined) data.runId = this.runId;
     if (this.account !== undefined) data.account = this.account;
     if (this.fingerprint !== undefined) data.fingerprint = this.fingerprint;
+    if (this.credit !== undefined) data.credit = this.credit;
     if (this.downloader !== undefined) data.downloader = this.downloader;
     if (this.proxy !== undefined) data.proxy = this.proxy;
     if (this.platform !== undefined) data.platform = this.platform;
@@ -185,7 +194,7 @@ export class Request {
    */
   static from(value: Request | RequestData): Request {
     if (value instanceof Request) return value;
-    const { body, fingerprint, url, ...rest } = value;
+    const { body, fingerprint, credit, url, ...rest } = value;
     const request = new Request(url, {
       ...rest,
       ...(body === undefined
@@ -193,6 +202,7 @@ export class Request {
         : { body: typeof body === 'object' && 'base64' in body ? Buffer.from(body.base64, 'base64') : body }),
     });
     request.fingerprint = fingerprint;
+    request.credit = credit;
     return request;
   }
 }

@@ -53,15 +53,24 @@ export function dropIfStopped<TWork>(env: StageEnv, unitOf: (work: TWork) => Sto
 /** Join nodes whose predecessors all finished: one hand-off each (module/run-ledger.ts). */
 export async function publishJoins(
   env: StageEnv,
-  joins: readonly JoinReady[],
+  ready: readonly JoinReady[],
   origin: WorkOrigin,
+  credits?: readonly string[],
 ): Promise<void> {
+  // With shared coordination the ledger sees one process's share: join credit decides instead.
+  const joins = credits === undefined ? ready.filter((j) => env.credits?.tracks(j.module) !== true) : ready;
   if (joins.length === 0) return;
   const tasks = env.modules.joinTasks(joins, {
     account: origin.account,
     platform: origin.platform,
     depth: 0,
   });
+  if (credits !== undefined) {
+    for (const [i, task] of tasks.entries()) {
+      const credit = credits[i];
+      if (credit !== undefined) task.credit = credit;
+    }
+  }
   await env.topics.parserTask.publish(tasks.map((payload) => ({ payload, ...keyOf(payload.account) })));
   env.modules.onFollowUpsPublished(tasks);
 }
@@ -115,6 +124,7 @@ export function claimRequest(
   runId: string,
   origin: WorkOrigin,
   minDepth: number,
+  credit?: { env: StageEnv; delivery: object },
 ): void {
   request.module = registered.module.name;
   request.node = node.id;
@@ -122,6 +132,8 @@ export function claimRequest(
   if (origin.account !== undefined && request.account === undefined) request.account = origin.account;
   if (origin.platform !== undefined) request.platform ??= origin.platform;
   if (request.depth < minDepth) request.depth = minDepth;
+  // The request's share of the join credit of the unit that made it (distributed/join-credits.ts).
+  credit?.env.credits?.stamp(credit.delivery, request);
 }
 
 /**
@@ -144,6 +156,10 @@ export async function admitAndPublish(
     result = await env.frontier.admit(requests, admission);
   } catch (err) {
     return putBack(env, err, stage, 'admitting requests');
+  }
+  if (env.credits !== undefined && result.admitted.length + result.invalid.length < requests.length) {
+    const kept = new Set<Request>([...result.admitted, ...result.invalid.map((i) => i.request)]);
+    env.credits.dropped(requests.filter((r) => !kept.has(r))); // already seen: done now
   }
   // Returned, not awaited (see publishAdmitted).
   return publishAdmitted(env, result.admitted, result.invalid, stage, admission.claim);
@@ -181,9 +197,12 @@ function publishAdmitted(
           : { payload: r, priority: r.priority, key: r.account };
     }
     const units = env.modules.unitsOf(admitted);
+    // Join credit: a redelivery of this message must admit the same requests again (its
+    // dropped ones return their credit), so the claim of a join module's unit only expires.
+    const keepClaim = env.credits !== undefined && admitted.some((r) => env.credits!.tracks(r.module));
     published = env.topics.request.publish(messages).then(
       () => {
-        env.frontier.releaseClaim(claim);
+        if (!keepClaim) env.frontier.releaseClaim(claim);
         env.modules.onAdmitted(units);
         return undefined;
       },

@@ -178,6 +178,7 @@ function republish(
   request: Request,
   delayMs: number,
 ): Promise<void> {
+  env.credits?.continued(delivery); // the request's unit goes on in the republished message
   return env.topics.request.publish([
     {
       payload: request,
@@ -202,6 +203,7 @@ function publishResponse(
   response: Response,
   headers?: Record<string, string>,
 ): Promise<void> {
+  env.credits?.continued(delivery); // the request's unit goes on in its response
   return env.topics.response.publish([
     {
       payload: response,

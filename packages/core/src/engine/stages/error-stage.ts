@@ -20,12 +20,13 @@ import { composeSteps, DONE, end } from './steps.js';
 
 interface ErrorWork {
   event: ErrorEvent;
+  delivery: Delivery<ErrorEvent>;
   decision: PolicyDecision;
 }
 
 export function errorStage(env: StageEnv) {
   return composeSteps<ErrorEvent, ErrorWork>(
-    (delivery) => ({ event: delivery.payload }) as ErrorWork,
+    (delivery) => ({ event: delivery.payload, delivery }) as ErrorWork,
     [
       function decide(w) {
         try {
@@ -41,11 +42,15 @@ export function errorStage(env: StageEnv) {
         return undefined;
       },
       // Given up on: its unit of work will never be done, which may let a join fire.
-      async function abandon({ event, decision }) {
-        if (decision.action === 'retry') return undefined;
+      async function abandon({ event, decision, delivery }) {
+        if (decision.action === 'retry') {
+          env.credits?.continued(delivery); // the unit goes on in the republished message
+          return undefined;
+        }
         await publishJoins(env, env.modules.onAbandoned(event.payload), { account: event.key }).catch(
           (err: unknown) => env.log.error({ err }, 'publishing a join after a dead letter failed'),
         );
+        await env.credits?.done(delivery); // given up: its join credit comes back first
         return undefined;
       },
       async function act({ event, decision }) {

@@ -14,7 +14,7 @@ import {
   runGenerate,
 } from './common-steps.js';
 import { admissionClaimOf, type StageEnv } from './stage-env.js';
-import { composeSteps, end } from './steps.js';
+import { composeSteps, DONE, end } from './steps.js';
 
 interface FollowUpWork {
   delivery: Delivery<FollowUpTask>;
@@ -40,6 +40,15 @@ export function followUpStage(env: StageEnv) {
       };
     },
     [
+      async function claimJoin(w) {
+        // A join's hand-off published twice (after a crash) runs once (distributed/join-credits.ts).
+        const { followUp, registered, node, delivery } = w;
+        if (followUp.trigger !== 'join' || env.credits?.tracks(registered.module.name) !== true)
+          return undefined;
+        return (await env.credits.claimJoin(delivery, followUp.runId, registered.module.name, node.id))
+          ? undefined
+          : DONE;
+      },
       dropIfStopped(env, (w) => ({
         runId: w.followUp.runId,
         module: w.registered.module.name,
@@ -62,7 +71,10 @@ export function followUpStage(env: StageEnv) {
           w.requests = await runGenerate(registered, node, ctx);
         }
         for (const r of w.requests)
-          claimRequest(r, registered, node, followUp.runId, followUp, followUp.depth);
+          claimRequest(r, registered, node, followUp.runId, followUp, followUp.depth, {
+            env,
+            delivery: w.delivery,
+          });
         return undefined;
       },
       async function admit(w) {

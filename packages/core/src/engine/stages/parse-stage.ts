@@ -132,6 +132,7 @@ export function parseStage(env: StageEnv) {
       // the hop through the follow-up topic would only add a queue round trip per page. Hand-offs
       // that run a node's generate still go through it. (engine/inline-follow-ups.ts)
       const { carried, queued } = splitFollowUps(routed.followUps);
+      for (const followUp of queued) env.credits?.stamp(delivery, followUp);
       if (queued.length > 0) {
         await env.topics.parserTask.publish(
           queued.map((payload) => ({ payload, priority: delivery.priority, ...keyOf(payload.account) })),
@@ -142,7 +143,7 @@ export function parseStage(env: StageEnv) {
       if (carried.length === 0) return parseDone(env, done).then(ended);
       // Not awaited here: this frame holds the parse context and every follow-up request, which
       // must not stay on the heap while the admitted requests are written (see publishAdmitted).
-      return admitCarried(env, carried, admissionClaimOf(delivery))
+      return admitCarried(env, carried, delivery)
         .then((putBack) => (putBack === undefined ? parseDone(env, done) : putBack))
         .then(ended);
     },
@@ -209,7 +210,7 @@ async function parseDone(
 async function admitCarried(
   env: StageEnv,
   followUps: readonly FollowUpTask[],
-  admission: AdmissionClaim,
+  delivery: Delivery<Response>,
 ): Promise<HandlerResult> {
   env.modules.onFollowUpsPublished(followUps);
   const requests: Request[] = [];
@@ -229,7 +230,7 @@ async function admitCarried(
     }
     for (const payload of followUp.requests) {
       const r = Request.from(payload);
-      claimRequest(r, registered, node, followUp.runId, followUp, followUp.depth);
+      claimRequest(r, registered, node, followUp.runId, followUp, followUp.depth, { env, delivery });
       requests.push(r);
     }
     // Only what the unit bookkeeping needs: the follow-up itself holds its requests.
@@ -237,7 +238,7 @@ async function admitCarried(
     admitted.push({ runId, module, node: followUp.node, account, platform });
   }
   // Returned, not awaited: this frame holds the requests (see publishAdmitted).
-  return admitAndPublish(env, requests, 'parse', admission).then(async (result) => {
+  return admitAndPublish(env, requests, 'parse', admissionClaimOf(delivery)).then(async (result) => {
     if (result !== undefined) return result; // put back: the parse runs again (same item ids)
     for (const unit of admitted) {
       await publishJoins(env, env.modules.onUnitDone(unit.runId, unit.module, unit.node), unit);

@@ -3,6 +3,7 @@
  * downloaders, policy), the topics and the run's counters — one object the engine builds once.
  * The engine keeps its lifecycle (start, idleness, shutdown) to itself.
  */
+import type { JoinCredits } from '../../distributed/join-credits.js';
 import type { DownloadRouter } from '../../downloader/download-router.js';
 import { type MocraError, UnknownModuleError } from '../../errors.js';
 import { requestUrl } from '../../frontier/fingerprint.js';
@@ -70,6 +71,8 @@ export interface StageEnv {
   readonly db: EngineStore | undefined;
   readonly topics: EngineTopics;
   readonly counters: EngineCounters;
+  /** Cluster-wide joins (join credit), only with shared coordination. */
+  readonly credits: JoinCredits | undefined;
   /** Partitioned cluster: hands a task's entry requests other nodes own to them. */
   readonly router: EngineRouter | undefined;
   /**

@@ -81,7 +81,8 @@ export function taskStage(env: StageEnv) {
           for (const node of registered.entry) {
             const ctx = generateContext(env, registered, node, task.runId, signal, scope, { task });
             const produced = await runGenerate(registered, node, ctx);
-            for (const r of produced) claimRequest(r, registered, node, task.runId, task, 0);
+            for (const r of produced)
+              claimRequest(r, registered, node, task.runId, task, 0, { env, delivery: w.delivery });
             w.requests.push(...produced);
           }
           w.started.push(registered);
