@@ -62,6 +62,9 @@ const IMPORT_RE =
 function importsOf(file) {
   const text = fs
     .readFileSync(file, 'utf8')
+    // Template literals hold text, not imports: the source of a generated file (mocra create)
+    // has import lines of its own. Removed first, as they may hold comment markers.
+    .replace(/`(?:\\[\s\S]|[^`\\])*`/g, '``')
     .replace(/\/\*[\s\S]*?\*\//g, '')
     .replace(/^\s*\/\/.*$/gm, '');
   const out = [];
