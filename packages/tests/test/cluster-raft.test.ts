@@ -166,8 +166,9 @@ test('3 Raft nodes crawl the catalog; the leader (running the DAG job) is SIGKIL
     // ── the node registry, the cluster view and a cluster-wide pause, through the API ────
     await until('every API up', async () => (nodes.every((p) => /^api /m.test(p.stdout)) ? true : undefined));
     const registry = await until('/nodes lists every member', async () => {
-      const v = (await api(n2, '/nodes')) as { nodes: { id: string; hostname: string | null }[] };
-      return v.nodes.length === 3 ? v : undefined;
+      // An answer without `nodes` (the cluster is still electing its first leader) means: not yet.
+      const v = (await api(n2, '/nodes')) as { nodes?: { id: string; hostname: string | null }[] };
+      return v.nodes?.length === 3 ? { nodes: v.nodes } : undefined;
     });
     expect(registry.nodes.map((m) => m.id)).toEqual(['n1', 'n2', 'n3']);
     expect(registry.nodes.every((m) => typeof m.hostname === 'string')).toBe(true);
