@@ -32,7 +32,7 @@ export interface WorkerReport {
   pending: number;
 }
 
-interface Worker {
+export interface Worker {
   child: ChildProcess;
   stdout: string;
   stderr: string;
@@ -61,7 +61,12 @@ export interface ClusterOutcome {
 }
 
 function startWorker(env: Record<string, string>): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@mocra/source', WORKER], {
+  return spawnWorker(WORKER, env);
+}
+
+/** A TypeScript worker script as a child process (sources, not dist), its output collected. */
+export function spawnWorker(script: string, env: Record<string, string>): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@mocra/source', script], {
     cwd: path.resolve(import.meta.dirname, '..'),
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, MOCRA_LOG_LEVEL: 'warn', ...env },
@@ -81,7 +86,8 @@ function startWorker(env: Record<string, string>): Worker {
   return w;
 }
 
-async function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/** `p`, or a rejection naming `what` after `ms`. */
+export async function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);

@@ -3,7 +3,6 @@
 // exactly once in the whole cluster, after the last unit of its run was parsed — also when a
 // worker is SIGKILLed mid-run (the survivors take over its leases). Redis Streams and NATS
 // JetStream queues, with Redis and with Raft coordination.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -11,7 +10,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { cleanup, NATS_URL, REDIS_URL } from '../distributed-harness.js';
+import { bounded, cleanup, NATS_URL, REDIS_URL, spawnWorker, type Worker } from '../distributed-harness.js';
 import { freePort, tempDir } from './harness.js';
 
 const WORKER = path.join(import.meta.dirname, '..', 'dag-joins-worker.ts');
@@ -45,44 +44,8 @@ interface WorkerReport {
   writesByRun: Record<string, number>;
 }
 
-interface Worker {
-  child: ChildProcess;
-  stdout: string;
-  stderr: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 function startWorker(env: Record<string, string>): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@mocra/source', WORKER], {
-    cwd: path.resolve(import.meta.dirname, '..', '..'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, MOCRA_LOG_LEVEL: 'warn', ...env },
-  });
-  const w: Worker = {
-    child,
-    stdout: '',
-    stderr: '',
-    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  child.stdout!.on('data', (d: Buffer) => {
-    w.stdout += d;
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    w.stderr += d;
-  });
-  return w;
-}
-
-async function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return spawnWorker(WORKER, env);
 }
 
 interface Scenario {
