@@ -1,4 +1,7 @@
 // Follow-ups, dedup and the end of a run, on the fixture site.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { EchoResponse } from '@mocra/testkit';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { defineSpider, type ErrorEvent, Mocra, Request } from 'mocra';
@@ -95,6 +98,33 @@ describe('dedup', () => {
       .run();
     expect(summary.pages).toBe(3);
     expect(site.stats({ log: false }).paths['/echo']).toBe(3);
+  });
+
+  test('with persist too, a request that skips dedup or has its own dedup key is fetched each time it is queued', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'mocra-dedup-persist-'));
+    try {
+      const spider = defineSpider({
+        name: 'dedup-persist',
+        start(seeds) {
+          // One page polled twice on purpose, and one keyed per day: four fetches.
+          seeds.add(new Request(`${site.url}/echo?poll=1`, { skipDedup: true }));
+          seeds.add(new Request(`${site.url}/echo?poll=1`, { skipDedup: true }));
+          seeds.add(new Request(`${site.url}/echo?daily=1`, { dedupKey: 'daily:2026-12-01' }));
+          seeds.add(new Request(`${site.url}/echo?daily=1`, { dedupKey: 'daily:2026-12-02' }));
+        },
+        parse() {},
+      });
+      // One download at a time: the second copy starts after the first was parsed.
+      const summary = await Mocra.builder()
+        .spider(spider, () => {})
+        .concurrency(1)
+        .persist(dir)
+        .run();
+      expect(summary.pages).toBe(4);
+      expect(site.stats({ log: false }).paths['/echo']).toBe(4);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -88,6 +88,40 @@ test("a module's task goes to its account's owner; a spider's task stays; its en
   expect(router.counts).toMatchObject({ forwarded: 3, failed: 0 });
 });
 
+test('members who joined since the last periodic read get their hosts: the router reads the members before it routes', async () => {
+  const store = new LocalCoordinationStore();
+  const a = createLocalCoordination({ nodeId: 'a', store });
+  opened.push(a);
+  await a.join();
+  const ownership = createPartitionOwnership(a, { refreshMs: 60_000 });
+  await ownership.refresh();
+  expect(ownership.members()).toEqual(['a']);
+  const sent: [string, ForwardBody][] = [];
+  const router = new PartitionRouter({
+    ownership,
+    nodeId: 'a',
+    runId: 'r1',
+    send: async (to, body) => {
+      sent.push([to, body]);
+    },
+    byHost: (module) => module === 'spider',
+  });
+  for (const id of ['b', 'c']) {
+    const c = createLocalCoordination({ nodeId: id, store });
+    opened.push(c);
+    await c.join();
+  }
+  const [onA, onB, onC] = [hostOwnedBy('a'), hostOwnedBy('b'), hostOwnedBy('c')];
+  const here = await router.routeSeeds([claimed(`${onA}/1`), claimed(`${onB}/1`), claimed(`${onC}/1`)], {
+    module: 'spider',
+    runId: 'r1',
+  });
+  expect(here.map((r) => r.url)).toEqual([`${onA}/1`]);
+  expect(sent.map(([to]) => to).sort()).toEqual(['b', 'c']);
+  expect(await router.routeTask({ module: 'mod', runId: 'r1', account: accountOwnedBy('c') })).toBe(true);
+  expect(sent.at(-1)![0]).toBe('c');
+});
+
 test('a forward that fails keeps its work on this node, and says so on mocra:cluster:forward', async () => {
   const messages: ForwardMessage[] = [];
   const listen = (m: unknown) => messages.push(m as ForwardMessage);

@@ -93,6 +93,7 @@ export class PartitionRouter implements EngineRouter {
     const names = task.modules ?? (task.module === undefined ? [] : [task.module]);
     // A spider's task only produces its entry requests, which routeSeeds spreads by host.
     if (names.length > 0 && names.every((m) => this.#o.byHost(m))) return false;
+    await this.#readMembers();
     const key = accountPartitionKey(task.account);
     this.#remember(key);
     const owner = this.#o.ownership.ownerOf(key);
@@ -104,6 +105,7 @@ export class PartitionRouter implements EngineRouter {
     const here: Request[] = [];
     // owner → (module, node) → requests: one forward per owner and target node.
     const away = new Map<string, Map<string, Request[]>>();
+    if (requests.some((r) => r.module !== undefined && this.#o.byHost(r.module))) await this.#readMembers();
     for (const r of requests) {
       if (r.module === undefined || r.node === undefined || !this.#o.byHost(r.module)) {
         here.push(r);
@@ -162,6 +164,16 @@ export class PartitionRouter implements EngineRouter {
       if (owner !== undefined) map.get(owner)?.push(key);
     }
     return map;
+  }
+
+  /**
+   * Read the members again before routing. The periodic read can be a beat behind a join, and
+   * a host routed on the old list is crawled by the wrong node for the whole crawl (its
+   * follow-ups stay where it runs). Routing is once per task, so the read costs little; a
+   * failed read keeps the last list.
+   */
+  async #readMembers(): Promise<void> {
+    await this.#o.ownership.refresh().catch(() => undefined);
   }
 
   async #forward(owner: string, work: ForwardedWork): Promise<boolean> {

@@ -33,6 +33,8 @@
 import path from 'node:path';
 import { StoreFailedError, StoreLockedError } from '../errors.js';
 import type { Deduplicator, MarkSeenOptions } from '../frontier/dedup.js';
+import { fingerprintRequest } from '../frontier/fingerprint.js';
+import type { Request } from '../model/request.js';
 import { type OpenedStore, openStore } from '../queue/leveldb-store.js';
 
 const CLAIM = 'c:';
@@ -108,14 +110,14 @@ export class RecoveryJournal {
     await db.del(key(CLAIM, claim));
   }
 
-  async markParsed(fingerprint: string): Promise<void> {
+  async markParsed(request: Request): Promise<void> {
     const { db } = await this.#db();
-    await db.put(key(PARSED, fingerprint), EMPTY);
+    await db.put(key(PARSED, pageKeyOf(request)), EMPTY);
   }
 
-  async parsed(fingerprint: string): Promise<boolean> {
+  async parsed(request: Request): Promise<boolean> {
     const { db } = await this.#db();
-    return (await db.get(key(PARSED, fingerprint))) !== undefined;
+    return (await db.get(key(PARSED, pageKeyOf(request)))) !== undefined;
   }
 
   async close(): Promise<void> {
@@ -185,6 +187,14 @@ export class ClaimingDeduplicator implements Deduplicator {
     await Promise.all(this.#pending.values());
     await this.#inner.close();
   }
+}
+
+/**
+ * Which page a request is, as dedup sees it: its `dedupKey` when it has one (a user who keys
+ * the same URL twice means two fetches), else its fingerprint.
+ */
+export function pageKeyOf(request: Request): string {
+  return request.dedupKey ?? request.fingerprint ?? fingerprintRequest(request);
 }
 
 function key(prefix: string, id: string): Uint8Array {

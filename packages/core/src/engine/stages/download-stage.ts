@@ -2,7 +2,6 @@
 import type { ModuleDownloadSettings } from '../../downloader/download-router.js';
 import type { Downloader } from '../../downloader/types.js';
 import { ConnectionError, HttpStatusError, isMocraError } from '../../errors.js';
-import { fingerprintRequest } from '../../frontier/fingerprint.js';
 import { ATTEMPT_HEADER } from '../../model/events.js';
 import { Request, type RequestData } from '../../model/request.js';
 import type { Response } from '../../model/response.js';
@@ -13,6 +12,8 @@ import { parseRetryAfterMs } from '../../policy/backoff.js';
 import type { Delivery } from '../../queue/types.js';
 import { REPLAYED_HEADER } from '../dead-letters.js';
 import { LocalDelivery } from '../local-delivery.js';
+import { pageKeyOf } from '../persistence.js';
+import type { HandlerResult } from '../stage-runner.js';
 import { dropIfStopped, publishJoins } from './common-steps.js';
 import { attemptsOf, keyOf, parseClaimHeaders, type StageEnv, workOf } from './stage-env.js';
 import { composeSteps, DONE, end, type Step } from './steps.js';
@@ -32,7 +33,8 @@ interface DownloadWork {
 export function downloadStage(env: StageEnv) {
   const gate = env.frontier.gate;
   const steps: Step<DownloadWork>[] = [];
-  if (env.journal !== undefined) steps.push(skipIfParsed(env));
+  const pages = env.journal === undefined ? undefined : new PagesInHand();
+  if (pages !== undefined) steps.push(skipIfParsed(env), onePageAtATime(env, pages));
   steps.push(
     function resolveModule(w) {
       w.registered = env.registry.get(w.request.module);
@@ -149,10 +151,63 @@ export function downloadStage(env: StageEnv) {
       return publishResponse(env, delivery, response, parseClaimHeaders(delivery)).then(() => DONE);
     },
   );
-  return composeSteps<Request | RequestData, DownloadWork>(
+  const handler = composeSteps<Request | RequestData, DownloadWork>(
     (delivery, signal) => ({ delivery, request: Request.from(delivery.payload), signal }) as DownloadWork,
     steps,
   );
+  if (pages === undefined) return handler;
+  // A page is let go once its delivery is settled: after an inline parse, when there is one.
+  return (delivery: Delivery<Request | RequestData>, signal: AbortSignal): Promise<HandlerResult> =>
+    handler(delivery, signal).then(
+      (result) => {
+        if (result === undefined || !('settleAfter' in result)) {
+          pages.letGo(delivery);
+          return result;
+        }
+        return { ...result, settleAfter: result.settleAfter.finally(() => pages.letGo(delivery)) };
+      },
+      (err: unknown) => {
+        pages.letGo(delivery);
+        throw err;
+      },
+    );
+}
+
+/** The pages this process is downloading (and parsing in line) now, by fingerprint. */
+class PagesInHand {
+  readonly #held = new Set<string>();
+  readonly #by = new WeakMap<object, string>();
+
+  /** False when another delivery holds the page. */
+  take(delivery: object, fingerprint: string): boolean {
+    if (this.#held.has(fingerprint)) return false;
+    this.#held.add(fingerprint);
+    this.#by.set(delivery, fingerprint);
+    return true;
+  }
+
+  letGo(delivery: object): void {
+    const fingerprint = this.#by.get(delivery);
+    if (fingerprint === undefined) return;
+    this.#by.delete(delivery);
+    this.#held.delete(fingerprint);
+  }
+}
+
+/**
+ * `persist`: one copy of a page at a time. After a restart the same request can be on the queue
+ * twice — a redelivered parse re-admits the links it had claimed when the process died after
+ * publishing them but before the claim was released — and both copies can reach the front
+ * together. The second waits (put back for a second) until the first is done; then
+ * {@link skipIfParsed} finds the page parsed. A request that skips dedup is not held.
+ */
+function onePageAtATime(env: StageEnv, pages: PagesInHand): Step<DownloadWork> {
+  return async function onePageAtATime({ delivery, request }) {
+    if (request.skipDedup || pages.take(delivery, pageKeyOf(request))) return undefined;
+    if (env.debug) env.log.debug({ url: request.url }, 'the same page is being fetched; put back for 1 s');
+    await republish(env, delivery, request, 1_000);
+    return DONE;
+  };
 }
 
 /**
@@ -163,9 +218,14 @@ export function downloadStage(env: StageEnv) {
 function skipIfParsed(env: StageEnv): Step<DownloadWork> {
   const journal = env.journal!;
   return async function skipIfParsed({ delivery, request }) {
-    if (delivery.headers[ATTEMPT_HEADER] !== undefined || delivery.headers[REPLAYED_HEADER] !== undefined)
+    // A request that skips dedup is fetched again on purpose (a page polled for changes).
+    if (
+      request.skipDedup ||
+      delivery.headers[ATTEMPT_HEADER] !== undefined ||
+      delivery.headers[REPLAYED_HEADER] !== undefined
+    )
       return undefined;
-    if (!(await journal.parsed(request.fingerprint ?? fingerprintRequest(request)))) return undefined;
+    if (!(await journal.parsed(request))) return undefined;
     if (env.debug) env.log.debug({ url: request.url }, 'already parsed before a restart; not fetched again');
     return DONE;
   };

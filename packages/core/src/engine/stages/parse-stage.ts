@@ -21,14 +21,7 @@ import {
   stoppedJoins,
   type WorkOrigin,
 } from './common-steps.js';
-import {
-  type AdmissionClaim,
-  admissionClaimOf,
-  errorEvent,
-  keyOf,
-  type StageEnv,
-  workOf,
-} from './stage-env.js';
+import { admissionClaimOf, errorEvent, keyOf, type StageEnv, workOf } from './stage-env.js';
 import { composeSteps, type Step } from './steps.js';
 
 interface ParseWork {
@@ -100,7 +93,7 @@ export function parseStage(env: StageEnv) {
   if (journal !== undefined) {
     // Before any item is written: from now on a redelivered request must not fetch the page again.
     steps.push(async function markParsed({ request }) {
-      await journal.markParsed(request.fingerprint ?? fingerprintRequest(request));
+      await journal.markParsed(request);
       return undefined;
     });
   }
