@@ -5,7 +5,7 @@
  * {@link NonRetryableError}, {@link RetryLaterError}, {@link CriticalError},
  * {@link SessionExpiredError}.
  *
- * Each class is built by {@link createError} from its code in {@link CORE_ERROR_CODES}: an error
+ * Each class is built by `createError` from its code in {@link CORE_ERROR_CODES}: an error
  * that differs from the others only in code, message and `retryable` is one declaration, and one
  * with fields of its own extends the same base and adds them.
  */
@@ -218,7 +218,7 @@ export function isDataLost(err: unknown): err is MocraError {
 
 type CauseOptions = Omit<MocraErrorOptions, 'retryable'>;
 
-/** What {@link createError} needs beyond the name and the code. */
+/** What `createError` needs beyond the name and the code. */
 interface ErrorSpec<TRetryable extends boolean | undefined, TMessage extends string | undefined> {
   /** Fixes `retryable` for every instance; left out, the thrower's option decides. @default undefined */
   retryable?: TRetryable;
@@ -226,7 +226,7 @@ interface ErrorSpec<TRetryable extends boolean | undefined, TMessage extends str
   message?: TMessage;
 }
 
-/** The class {@link createError} builds: `new X(message, options)`, with its code and fixed `retryable`. */
+/** The class `createError` builds: `new X(message, options)`, with its code and fixed `retryable`. */
 interface CoreErrorClass<TName extends string, TArgs extends unknown[]> {
   new (...args: TArgs): MocraError & { readonly name: TName };
   readonly code: CoreErrorCode;
@@ -1250,7 +1250,7 @@ export type SandboxErrorCode =
 /**
  * Page code in the sandbox failed. `code` says how (timeout, memory, a throw, a value that
  * cannot cross, a closed runtime); `sandboxStack` is the stack from inside the sandbox. One class
- * for five codes, so it is written by hand rather than built by {@link createError}.
+ * for five codes, so it is written by hand rather than built by `createError`.
  */
 export class SandboxError extends MocraError {
   override readonly name = 'SandboxError';
