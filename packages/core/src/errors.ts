@@ -476,7 +476,9 @@ export class CoordinationClosedError extends createError(
 // ── engine, download and user-code errors ───────────────────────────────────────
 
 /** An engine method was called in a state that does not allow it (run twice, register after start). */
-export class EngineStateError extends createError('EngineStateError', 'MOCRA_ERR_ENGINE_STATE') {}
+export class EngineStateError extends createError('EngineStateError', 'MOCRA_ERR_ENGINE_STATE', {
+  retryable: false,
+}) {}
 
 /** A task or follow-up names a module (or a node of a module) that is not registered. */
 export class UnknownModuleError extends createError('UnknownModuleError', 'MOCRA_ERR_UNKNOWN_MODULE') {
@@ -1009,6 +1011,7 @@ function bindReason(cause: unknown): string {
 }
 
 export class ApiUnauthorizedError extends createError('ApiUnauthorizedError', 'MOCRA_ERR_API_UNAUTHORIZED', {
+  retryable: false,
   message: 'a valid API key is required (Authorization: Bearer <key> or x-api-key: <key>)',
 }) {}
 
@@ -1016,6 +1019,7 @@ export class ApiKeyNotConfiguredError extends createError(
   'ApiKeyNotConfiguredError',
   'MOCRA_ERR_API_KEY_NOT_CONFIGURED',
   {
+    retryable: false,
     message:
       'no API key is configured, so authenticated endpoints are disabled; set [api].api_key, MOCRA_API__API_KEY, the apiKey option or (mocra crawl/run) --api-key',
   },
