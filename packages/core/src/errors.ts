@@ -4,6 +4,10 @@
  * readonly context fields. Errors that steer the engine say what should happen next:
  * {@link NonRetryableError}, {@link RetryLaterError}, {@link CriticalError},
  * {@link SessionExpiredError}.
+ *
+ * Each class is built by `createError` from its code in {@link CORE_ERROR_CODES}: an error
+ * that differs from the others only in code, message and `retryable` is one declaration, and one
+ * with fields of its own extends the same base and adds them.
  */
 
 import { redactUrlCredentials } from './redact.js';
@@ -212,30 +216,91 @@ export function isDataLost(err: unknown): err is MocraError {
   );
 }
 
-export class InternalError extends MocraError {
-  override readonly name = 'InternalError';
-  constructor(message: string, options: MocraErrorOptions = {}) {
-    super('MOCRA_ERR_INTERNAL', message, options);
-  }
+type CauseOptions = Omit<MocraErrorOptions, 'retryable'>;
+
+/** What `createError` needs beyond the name and the code. */
+interface ErrorSpec<TRetryable extends boolean | undefined, TMessage extends string | undefined> {
+  /** Fixes `retryable` for every instance; left out, the thrower's option decides. @default undefined */
+  retryable?: TRetryable;
+  /** The message when the thrower gives none; left out, a message is required. @default undefined */
+  message?: TMessage;
 }
 
-export class InvalidArgumentError extends MocraError {
-  override readonly name = 'InvalidArgumentError';
-  constructor(message: string, options: MocraErrorOptions = {}) {
-    super('MOCRA_ERR_INVALID_ARGUMENT', message, options);
-  }
+/** The class `createError` builds: `new X(message, options)`, with its code and fixed `retryable`. */
+interface CoreErrorClass<TName extends string, TArgs extends unknown[]> {
+  new (...args: TArgs): MocraError & { readonly name: TName };
+  readonly code: CoreErrorCode;
+  /** The `retryable` of every instance, or undefined when the thrower decides (default false). */
+  readonly retryable: boolean | undefined;
 }
+
+type ErrorArgs<TRetryable, TMessage> = [
+  ...(TMessage extends string ? [message?: string] : [message: string]),
+  // A fixed `retryable` is no option: the type refuses what the constructor would ignore.
+  options?: [TRetryable] extends [boolean] ? CauseOptions : MocraErrorOptions,
+];
+
+/**
+ * The base class of one error of {@link CORE_ERROR_CODES}, as fastify's `createError` builds its
+ * errors: `class XError extends createError('XError', CODE) {}`. `name` is passed, not read from
+ * the class, so it survives minifiers. V8 leaves the constructors out of the stack, which starts
+ * where the error was made.
+ */
+function createError<
+  const TName extends string,
+  TRetryable extends boolean | undefined = undefined,
+  TMessage extends string | undefined = undefined,
+>(
+  name: TName,
+  code: CoreErrorCode,
+  spec: ErrorSpec<TRetryable, TMessage> = {},
+): CoreErrorClass<TName, ErrorArgs<TRetryable, TMessage>> {
+  const { retryable, message: fallback } = spec;
+  const ErrorClass = class extends MocraError {
+    static readonly code = code;
+    static readonly retryable = retryable;
+    override readonly name = name;
+    constructor(message: string | undefined = fallback, options: MocraErrorOptions = {}) {
+      super(code, message ?? '', retryable === undefined ? options : { ...options, retryable });
+    }
+  };
+  Object.defineProperty(ErrorClass, 'name', { value: name });
+  // The one constructor serves every spec; the cast gives each error the narrower signature its spec implies.
+  return ErrorClass as unknown as CoreErrorClass<TName, ErrorArgs<TRetryable, TMessage>>;
+}
+
+function truncate(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** `: <cause's message>`, or nothing without a cause. */
+function causeSuffix(cause: unknown): string {
+  return cause === undefined ? '' : `: ${describe(cause)}`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+export class InternalError extends createError('InternalError', 'MOCRA_ERR_INTERNAL') {}
+
+export class InvalidArgumentError extends createError('InvalidArgumentError', 'MOCRA_ERR_INVALID_ARGUMENT') {}
 
 /** An optional integration was used but its package is not installed. */
-export class MissingDependencyError extends MocraError {
-  override readonly name = 'MissingDependencyError';
+export class MissingDependencyError extends createError(
+  'MissingDependencyError',
+  'MOCRA_ERR_MISSING_DEPENDENCY',
+) {
   constructor(
     readonly packageName: string,
     readonly feature: string,
     options: MocraErrorOptions = {},
   ) {
     super(
-      'MOCRA_ERR_MISSING_DEPENDENCY',
       `${feature} needs the optional package '${packageName}'; install it with: pnpm add ${packageName}`,
       options,
     );
@@ -243,132 +308,109 @@ export class MissingDependencyError extends MocraError {
 }
 
 /** Throw from user code when retrying cannot help (a 404 that will stay a 404, a page that is not a product). */
-export class NonRetryableError extends MocraError {
-  override readonly name = 'NonRetryableError';
-  constructor(message: string, options: Omit<MocraErrorOptions, 'retryable'> = {}) {
-    super('MOCRA_ERR_NON_RETRYABLE', message, { ...options, retryable: false });
-  }
-}
+export class NonRetryableError extends createError('NonRetryableError', 'MOCRA_ERR_NON_RETRYABLE', {
+  retryable: false,
+}) {}
 
 /** Throw from user code to have the work retried after `delayMs` (e.g. the site said "come back later"). */
-export class RetryLaterError extends MocraError {
-  override readonly name = 'RetryLaterError';
+export class RetryLaterError extends createError('RetryLaterError', 'MOCRA_ERR_RETRY_LATER', {
+  retryable: true,
+}) {
   constructor(
     message: string,
     readonly delayMs: number,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_RETRY_LATER', message, { ...options, retryable: true });
+    super(message, options);
   }
 }
 
 /** Throw from user code to stop the engine cleanly: in-flight work drains, nothing acknowledged is lost. */
-export class CriticalError extends MocraError {
-  override readonly name = 'CriticalError';
-  constructor(message: string, options: Omit<MocraErrorOptions, 'retryable'> = {}) {
-    super('MOCRA_ERR_CRITICAL', message, { ...options, retryable: false });
-  }
-}
+export class CriticalError extends createError('CriticalError', 'MOCRA_ERR_CRITICAL', { retryable: false }) {}
 
 /** Throw from user code (or let the session check raise it) when the login session is gone. */
-export class SessionExpiredError extends MocraError {
-  override readonly name = 'SessionExpiredError';
-  constructor(message = 'session expired', options: Omit<MocraErrorOptions, 'retryable'> = {}) {
-    super('MOCRA_ERR_SESSION_EXPIRED', message, { ...options, retryable: true });
-  }
-}
+export class SessionExpiredError extends createError('SessionExpiredError', 'MOCRA_ERR_SESSION_EXPIRED', {
+  retryable: true,
+  message: 'session expired',
+}) {}
 
-export class QueueClosedError extends MocraError {
-  override readonly name = 'QueueClosedError';
+export class QueueClosedError extends createError('QueueClosedError', 'MOCRA_ERR_QUEUE_CLOSED') {
   constructor(readonly topic: string) {
-    super('MOCRA_ERR_QUEUE_CLOSED', `queue '${topic}' is closed`);
+    super(`queue '${topic}' is closed`);
   }
 }
 
-export class PayloadTooLargeError extends MocraError {
-  override readonly name = 'PayloadTooLargeError';
+export class PayloadTooLargeError extends createError('PayloadTooLargeError', 'MOCRA_ERR_PAYLOAD_TOO_LARGE') {
   constructor(
     readonly topic: string,
     readonly bytes: number,
     readonly limit: number,
   ) {
-    super(
-      'MOCRA_ERR_PAYLOAD_TOO_LARGE',
-      `message for '${topic}' is ${bytes} bytes; the backend accepts at most ${limit}`,
-    );
+    super(`message for '${topic}' is ${bytes} bytes; the backend accepts at most ${limit}`);
   }
 }
 
-export class QueueDecodeError extends MocraError {
-  override readonly name = 'QueueDecodeError';
+export class QueueDecodeError extends createError('QueueDecodeError', 'MOCRA_ERR_QUEUE_DECODE') {
   constructor(
     readonly topic: string,
     message: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_QUEUE_DECODE', `cannot decode a message on '${topic}': ${message}`, options);
+    super(`cannot decode a message on '${topic}': ${message}`, options);
   }
 }
 
-export class LeaseExpiredError extends MocraError {
-  override readonly name = 'LeaseExpiredError';
+export class LeaseExpiredError extends createError('LeaseExpiredError', 'MOCRA_ERR_LEASE_EXPIRED') {
   constructor(
     readonly topic: string,
     readonly deliveryId: string,
   ) {
-    super(
-      'MOCRA_ERR_LEASE_EXPIRED',
-      `the lease on delivery ${deliveryId} of '${topic}' has ended; it will be (or was) delivered again`,
-    );
+    super(`the lease on delivery ${deliveryId} of '${topic}' has ended; it will be (or was) delivered again`);
   }
 }
 
-export class LockLostError extends MocraError {
-  override readonly name = 'LockLostError';
+export class LockLostError extends createError('LockLostError', 'MOCRA_ERR_LOCK_LOST') {
   constructor(
     readonly lock: string,
     readonly token: number,
   ) {
-    super('MOCRA_ERR_LOCK_LOST', `lock '${lock}' (token ${token}) expired or was taken over`);
+    super(`lock '${lock}' (token ${token}) expired or was taken over`);
   }
 }
 
-export class FencingTokenRejectedError extends MocraError {
-  override readonly name = 'FencingTokenRejectedError';
+export class FencingTokenRejectedError extends createError(
+  'FencingTokenRejectedError',
+  'MOCRA_ERR_FENCING_REJECTED',
+) {
   constructor(
     readonly resource: string,
     readonly token: number,
     readonly highest: number,
   ) {
-    super(
-      'MOCRA_ERR_FENCING_REJECTED',
-      `'${resource}' rejected fencing token ${token}; it has seen ${highest}`,
-    );
+    super(`'${resource}' rejected fencing token ${token}; it has seen ${highest}`);
   }
 }
 
 // ── queue and coordination backends ─────────────────────────────────────────────
 
 /** A payload the codec cannot encode (a BigInt or a cycle with JSON, a function with either codec). */
-export class QueueEncodeError extends MocraError {
-  override readonly name = 'QueueEncodeError';
+export class QueueEncodeError extends createError('QueueEncodeError', 'MOCRA_ERR_QUEUE_ENCODE') {
   constructor(
     readonly topic: string,
     message: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_QUEUE_ENCODE', `cannot encode a message for '${topic}': ${message}`, options);
+    super(`cannot encode a message for '${topic}': ${message}`, options);
   }
 }
 
 /** A backend URL (`redis://…`, `nats://…`, `kafka://…`, `memory://`, `local://`) that cannot be used. */
-export class InvalidBackendUrlError extends MocraError {
-  override readonly name = 'InvalidBackendUrlError';
+export class InvalidBackendUrlError extends createError('InvalidBackendUrlError', 'MOCRA_ERR_BACKEND_URL') {
   constructor(
     readonly url: string,
     reason: string,
   ) {
-    super('MOCRA_ERR_BACKEND_URL', `invalid backend URL '${url}': ${reason}`);
+    super(`invalid backend URL '${url}': ${reason}`);
   }
 }
 
@@ -376,108 +418,106 @@ export class InvalidBackendUrlError extends MocraError {
  * The server behind a queue or coordination backend failed: not reachable, connection dropped,
  * a command refused. Retryable: the work it was part of can be tried again later.
  */
-export class BackendUnavailableError extends MocraError {
-  override readonly name = 'BackendUnavailableError';
+export class BackendUnavailableError extends createError(
+  'BackendUnavailableError',
+  'MOCRA_ERR_BACKEND_UNAVAILABLE',
+  {
+    retryable: true,
+  },
+) {
   constructor(
     readonly backend: string,
     message: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_BACKEND_UNAVAILABLE', `${backend}: ${message}`, { ...options, retryable: true });
+    super(`${backend}: ${message}`, options);
   }
 }
 
 /** Stops the engine (see the code table): what the server held for this crawl is gone. */
-export class QueueDataLostError extends MocraError {
-  override readonly name = 'QueueDataLostError';
+export class QueueDataLostError extends createError('QueueDataLostError', 'MOCRA_ERR_QUEUE_DATA_LOST', {
+  retryable: false,
+}) {
   constructor(
     readonly backend: string,
     readonly server: string,
   ) {
     super(
-      'MOCRA_ERR_QUEUE_DATA_LOST',
       `${backend}: ${server} came back without this crawl's queues (restarted without persistence, or flushed); the work queued there is lost — start the crawl again (with an output file it resumes from what was written)`,
-      { retryable: false },
     );
   }
 }
 
 /** Stops the engine (see the code table): what the coordination server held for this crawl is gone. */
-export class CoordinationDataLostError extends MocraError {
-  override readonly name = 'CoordinationDataLostError';
+export class CoordinationDataLostError extends createError(
+  'CoordinationDataLostError',
+  'MOCRA_ERR_COORDINATION_DATA_LOST',
+  { retryable: false },
+) {
   constructor(
     readonly backend: string,
     readonly server: string,
   ) {
     super(
-      'MOCRA_ERR_COORDINATION_DATA_LOST',
       `${backend}: ${server} came back without this crawl's coordination data (restarted without persistence, or flushed); the run's markers and locks are lost — start the crawl again (with an output file it resumes from what was written)`,
-      { retryable: false },
     );
   }
 }
 
-export class CoordinationClosedError extends MocraError {
-  override readonly name = 'CoordinationClosedError';
+export class CoordinationClosedError extends createError(
+  'CoordinationClosedError',
+  'MOCRA_ERR_COORDINATION_CLOSED',
+) {
   constructor(readonly backend: string) {
-    super('MOCRA_ERR_COORDINATION_CLOSED', `the ${backend} coordination backend is closed`);
+    super(`the ${backend} coordination backend is closed`);
   }
 }
 
 // ── engine, download and user-code errors ───────────────────────────────────────
 
 /** An engine method was called in a state that does not allow it (run twice, register after start). */
-export class EngineStateError extends MocraError {
-  override readonly name = 'EngineStateError';
-  constructor(message: string) {
-    super('MOCRA_ERR_ENGINE_STATE', message);
-  }
-}
+export class EngineStateError extends createError('EngineStateError', 'MOCRA_ERR_ENGINE_STATE', {
+  retryable: false,
+}) {}
 
 /** A task or follow-up names a module (or a node of a module) that is not registered. */
-export class UnknownModuleError extends MocraError {
-  override readonly name = 'UnknownModuleError';
+export class UnknownModuleError extends createError('UnknownModuleError', 'MOCRA_ERR_UNKNOWN_MODULE') {
   constructor(
     readonly module: string,
     readonly node?: string,
   ) {
     super(
-      'MOCRA_ERR_UNKNOWN_MODULE',
       node === undefined ? `no module '${module}' is registered` : `module '${module}' has no node '${node}'`,
     );
   }
 }
 
 /** A URL that cannot be fetched: not parseable, relative without a base, or not http(s). */
-export class InvalidUrlError extends MocraError {
-  override readonly name = 'InvalidUrlError';
+export class InvalidUrlError extends createError('InvalidUrlError', 'MOCRA_ERR_INVALID_URL', {
+  retryable: false,
+}) {
   constructor(
     readonly url: string,
     reason: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_INVALID_URL', `invalid URL '${truncate(url)}': ${reason}`, {
-      ...options,
-      retryable: false,
-    });
+    super(`invalid URL '${truncate(url)}': ${reason}`, options);
   }
 }
 
 /** Where in a download a timeout struck; `request` is the deadline of the whole request. */
 export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
 
-export class TimeoutError extends MocraError {
-  override readonly name = 'TimeoutError';
+export class TimeoutError extends createError('TimeoutError', 'MOCRA_ERR_TIMEOUT', { retryable: true }) {
   constructor(
     readonly url: string,
     readonly phase: TimeoutPhase,
     readonly timeoutMs: number | undefined,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
     super(
-      'MOCRA_ERR_TIMEOUT',
       `${phase} timeout${timeoutMs === undefined ? '' : ` (${timeoutMs} ms)`} for ${truncate(url)}`,
-      { ...options, retryable: true },
+      options,
     );
   }
 }
@@ -485,38 +525,37 @@ export class TimeoutError extends MocraError {
 /** Where in a download a connection broke. */
 export type ConnectionPhase = 'connect' | 'headers' | 'body';
 
-export class ConnectionError extends MocraError {
-  override readonly name = 'ConnectionError';
+export class ConnectionError extends createError('ConnectionError', 'MOCRA_ERR_CONNECTION', {
+  retryable: true,
+}) {
   constructor(
     readonly url: string,
     readonly phase: ConnectionPhase,
     message: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_CONNECTION', `connection failed (${phase}) for ${truncate(url)}: ${message}`, {
-      ...options,
-      retryable: true,
-    });
+    super(`connection failed (${phase}) for ${truncate(url)}: ${message}`, options);
   }
 }
 
 /** The server broke HTTP framing: bad chunked encoding, or fewer bytes than Content-Length promised. */
-export class MalformedResponseError extends MocraError {
-  override readonly name = 'MalformedResponseError';
+export class MalformedResponseError extends createError(
+  'MalformedResponseError',
+  'MOCRA_ERR_MALFORMED_RESPONSE',
+  {
+    retryable: true,
+  },
+) {
   constructor(
     readonly url: string,
     message: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_MALFORMED_RESPONSE', `malformed response from ${truncate(url)}: ${message}`, {
-      ...options,
-      retryable: true,
-    });
+    super(`malformed response from ${truncate(url)}: ${message}`, options);
   }
 }
 
-export class BodyTooLargeError extends MocraError {
-  override readonly name = 'BodyTooLargeError';
+export class BodyTooLargeError extends createError('BodyTooLargeError', 'MOCRA_ERR_BODY_TOO_LARGE') {
   constructor(
     readonly url: string,
     readonly limit: number,
@@ -526,97 +565,86 @@ export class BodyTooLargeError extends MocraError {
     readonly decoded: boolean,
   ) {
     super(
-      'MOCRA_ERR_BODY_TOO_LARGE',
       `body of ${truncate(url)} exceeds the ${limit}-byte cap (${received}${decoded ? ' decoded' : ''} bytes so far)`,
     );
   }
 }
 
-export class TooManyRedirectsError extends MocraError {
-  override readonly name = 'TooManyRedirectsError';
+export class TooManyRedirectsError extends createError(
+  'TooManyRedirectsError',
+  'MOCRA_ERR_TOO_MANY_REDIRECTS',
+) {
   constructor(
     readonly url: string,
     readonly limit: number,
     readonly chain: readonly string[],
   ) {
-    super('MOCRA_ERR_TOO_MANY_REDIRECTS', `more than ${limit} redirects starting at ${truncate(url)}`);
+    super(`more than ${limit} redirects starting at ${truncate(url)}`);
   }
 }
 
-export class RedirectLoopError extends MocraError {
-  override readonly name = 'RedirectLoopError';
+export class RedirectLoopError extends createError('RedirectLoopError', 'MOCRA_ERR_REDIRECT_LOOP') {
   constructor(
     readonly url: string,
     readonly chain: readonly string[],
   ) {
-    super(
-      'MOCRA_ERR_REDIRECT_LOOP',
-      `redirect loop: ${chain.map((u) => truncate(u)).join(' → ')} → ${truncate(url)}`,
-    );
+    super(`redirect loop: ${chain.map((u) => truncate(u)).join(' → ')} → ${truncate(url)}`);
   }
 }
 
-export class ContentDecodingError extends MocraError {
-  override readonly name = 'ContentDecodingError';
+export class ContentDecodingError extends createError('ContentDecodingError', 'MOCRA_ERR_CONTENT_DECODING') {
   constructor(
     readonly url: string,
     readonly encoding: string,
     message: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super(
-      'MOCRA_ERR_CONTENT_DECODING',
-      `cannot decode '${encoding}' body of ${truncate(url)}: ${message}`,
-      options,
-    );
+    super(`cannot decode '${encoding}' body of ${truncate(url)}: ${message}`, options);
   }
 }
 
 /** More content-codings than the limit: each layer costs a full decode, so the count is capped before any runs. */
-export class TooManyEncodingsError extends MocraError {
-  override readonly name = 'TooManyEncodingsError';
+export class TooManyEncodingsError extends createError(
+  'TooManyEncodingsError',
+  'MOCRA_ERR_TOO_MANY_ENCODINGS',
+) {
   constructor(
     readonly url: string,
     readonly limit: number,
     readonly count: number,
   ) {
-    super(
-      'MOCRA_ERR_TOO_MANY_ENCODINGS',
-      `body of ${truncate(url)} has ${count} content-codings; at most ${limit} are decoded`,
-    );
+    super(`body of ${truncate(url)} has ${count} content-codings; at most ${limit} are decoded`);
   }
 }
 
-export class TextDecodingError extends MocraError {
-  override readonly name = 'TextDecodingError';
+export class TextDecodingError extends createError('TextDecodingError', 'MOCRA_ERR_TEXT_DECODING') {
   constructor(
     readonly url: string,
     readonly charset: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_TEXT_DECODING', `body of ${truncate(url)} is not valid ${charset}`, options);
+    super(`body of ${truncate(url)} is not valid ${charset}`, options);
   }
 }
 
 /** A retryable status (429, 503, …) while retries remain. After the last retry the response reaches parse. */
-export class HttpStatusError extends MocraError {
-  override readonly name = 'HttpStatusError';
+export class HttpStatusError extends createError('HttpStatusError', 'MOCRA_ERR_HTTP_STATUS', {
+  retryable: true,
+}) {
   constructor(
     readonly url: string,
     readonly status: number,
     /** From a Retry-After header, when the server sent one. */
     readonly retryAfterMs: number | undefined,
   ) {
-    super('MOCRA_ERR_HTTP_STATUS', `HTTP ${status} from ${truncate(url)}`, { retryable: true });
+    super(`HTTP ${status} from ${truncate(url)}`);
   }
 }
 
-export class AbortedError extends MocraError {
-  override readonly name = 'AbortedError';
-  constructor(message = 'aborted', options: Omit<MocraErrorOptions, 'retryable'> = {}) {
-    super('MOCRA_ERR_ABORTED', message, { ...options, retryable: true });
-  }
-}
+export class AbortedError extends createError('AbortedError', 'MOCRA_ERR_ABORTED', {
+  retryable: true,
+  message: 'aborted',
+}) {}
 
 /** Which user hook failed, with where it ran. */
 interface UserCodeContext {
@@ -625,50 +653,36 @@ interface UserCodeContext {
   url?: string;
 }
 
-export class GenerateFailedError extends MocraError {
-  override readonly name = 'GenerateFailedError';
+export class GenerateFailedError extends createError('GenerateFailedError', 'MOCRA_ERR_GENERATE_FAILED') {
   readonly module: string;
   readonly node: string;
   constructor(context: UserCodeContext, cause: unknown) {
-    super(
-      'MOCRA_ERR_GENERATE_FAILED',
-      `generate of ${context.module}/${context.node} threw: ${describe(cause)}`,
-      { cause },
-    );
+    super(`generate of ${context.module}/${context.node} threw: ${describe(cause)}`, { cause });
     this.module = context.module;
     this.node = context.node;
   }
 }
 
 /** A module's `onRunStart` or `onRunEnd` threw. */
-export class RunHookFailedError extends MocraError {
-  override readonly name = 'RunHookFailedError';
+export class RunHookFailedError extends createError('RunHookFailedError', 'MOCRA_ERR_RUN_HOOK_FAILED') {
   readonly module: string;
   readonly hook: 'onRunStart' | 'onRunEnd';
   readonly runId: string;
   constructor(context: { module: string; hook: 'onRunStart' | 'onRunEnd'; runId: string }, cause: unknown) {
-    super(
-      'MOCRA_ERR_RUN_HOOK_FAILED',
-      `${context.hook} of ${context.module} (run ${context.runId}) threw: ${describe(cause)}`,
-      { cause },
-    );
+    super(`${context.hook} of ${context.module} (run ${context.runId}) threw: ${describe(cause)}`, { cause });
     this.module = context.module;
     this.hook = context.hook;
     this.runId = context.runId;
   }
 }
 
-export class ParseFailedError extends MocraError {
-  override readonly name = 'ParseFailedError';
+export class ParseFailedError extends createError('ParseFailedError', 'MOCRA_ERR_PARSE_FAILED') {
   readonly module: string;
   readonly node: string;
   readonly url: string | undefined;
   constructor(context: UserCodeContext, cause: unknown) {
-    super(
-      'MOCRA_ERR_PARSE_FAILED',
-      `parse of ${context.module}/${context.node}${context.url ? ` (${truncate(context.url)})` : ''} threw: ${describe(cause)}`,
-      { cause },
-    );
+    const where = context.url ? ` (${truncate(context.url)})` : '';
+    super(`parse of ${context.module}/${context.node}${where} threw: ${describe(cause)}`, { cause });
     this.module = context.module;
     this.node = context.node;
     this.url = context.url;
@@ -676,30 +690,16 @@ export class ParseFailedError extends MocraError {
 }
 
 /** A sink's `write` threw. Retried (the parse runs again; items keep their `itemId`). */
-export class SinkFailedError extends MocraError {
-  override readonly name = 'SinkFailedError';
+export class SinkFailedError extends createError('SinkFailedError', 'MOCRA_ERR_SINK_FAILED', {
+  retryable: true,
+}) {
   readonly module: string;
   readonly itemId: string;
   constructor(context: { module: string; itemId: string }, cause: unknown) {
-    super(
-      'MOCRA_ERR_SINK_FAILED',
-      `sink of ${context.module} failed on item ${context.itemId}: ${describe(cause)}`,
-      {
-        cause,
-        retryable: true,
-      },
-    );
+    super(`sink of ${context.module} failed on item ${context.itemId}: ${describe(cause)}`, { cause });
     this.module = context.module;
     this.itemId = context.itemId;
   }
-}
-
-function truncate(text: string, max = 200): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 // ── config, schedule, session, middleware ───────────────────────────────────────
@@ -736,85 +736,68 @@ export function formatConfigIssueSource(source: ConfigIssueSource): string {
 }
 
 /** A config file that cannot be read. */
-export class ConfigReadError extends MocraError {
-  override readonly name = 'ConfigReadError';
+export class ConfigReadError extends createError('ConfigReadError', 'MOCRA_ERR_CONFIG_READ') {
   constructor(
     readonly file: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super(
-      'MOCRA_ERR_CONFIG_READ',
-      `cannot read config file ${file}${options.cause === undefined ? '' : `: ${describe(options.cause)}`}`,
-      options,
-    );
+    super(`cannot read config file ${file}${causeSuffix(options.cause)}`, options);
   }
 }
 
 /** On a hot reload, a config file with no settings: refused, since applying it would reset every key. */
-export class ConfigEmptyError extends MocraError {
-  override readonly name = 'ConfigEmptyError';
+export class ConfigEmptyError extends createError('ConfigEmptyError', 'MOCRA_ERR_CONFIG_EMPTY') {
   constructor(readonly file: string) {
     super(
-      'MOCRA_ERR_CONFIG_EMPTY',
       `config file ${file} holds no settings (empty, or only comments): not applied, the running config stays`,
     );
   }
 }
 
 /** A config file that is not valid TOML. `line` and `column` are 1-based. */
-export class ConfigSyntaxError extends MocraError {
-  override readonly name = 'ConfigSyntaxError';
+export class ConfigSyntaxError extends createError('ConfigSyntaxError', 'MOCRA_ERR_CONFIG_SYNTAX') {
   constructor(
     readonly file: string,
     readonly line: number,
     readonly column: number,
     reason: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_CONFIG_SYNTAX', `${file}:${line}:${column}: invalid TOML: ${reason}`, options);
+    super(`${file}:${line}:${column}: invalid TOML: ${reason}`, options);
   }
 }
 
 /** Config that does not match the schema. Every problem found is listed, so one pass fixes them all. */
-export class ConfigValidationError extends MocraError {
-  override readonly name = 'ConfigValidationError';
+export class ConfigValidationError extends createError('ConfigValidationError', 'MOCRA_ERR_CONFIG_INVALID') {
   readonly issues: readonly ConfigIssue[];
   constructor(issues: readonly ConfigIssue[]) {
     const lines = issues.map((i) => `${formatConfigIssueSource(i.source)} ${i.key}: ${i.message}`);
-    super(
-      'MOCRA_ERR_CONFIG_INVALID',
-      lines.length === 1 ? `invalid config: ${lines[0]}` : `invalid config:\n  ${lines.join('\n  ')}`,
-    );
+    super(lines.length === 1 ? `invalid config: ${lines[0]}` : `invalid config:\n  ${lines.join('\n  ')}`);
     this.issues = issues;
   }
 }
 
 /** A cron expression or `every(...)` schedule that cannot be used. */
-export class InvalidCronError extends MocraError {
-  override readonly name = 'InvalidCronError';
+export class InvalidCronError extends createError('InvalidCronError', 'MOCRA_ERR_CRON_EXPRESSION') {
   constructor(
     readonly expression: string,
     reason: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_CRON_EXPRESSION', `invalid cron schedule '${expression}': ${reason}`, options);
+    super(`invalid cron schedule '${expression}': ${reason}`, options);
   }
 }
 
 /** Login of an account × platform session failed `attempts` times in a row. Not retried by itself. */
-export class LoginFailedError extends MocraError {
-  override readonly name = 'LoginFailedError';
+export class LoginFailedError extends createError('LoginFailedError', 'MOCRA_ERR_LOGIN_FAILED') {
   constructor(
     readonly account: string,
     readonly platform: string,
     readonly attempts: number,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
     super(
-      'MOCRA_ERR_LOGIN_FAILED',
-      `login of ${account}@${platform} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}${
-        options.cause === undefined ? '' : `: ${describe(options.cause)}`
-      }`,
+      `login of ${account}@${platform} failed after ${plural(attempts, 'attempt')}${causeSuffix(options.cause)}`,
       options,
     );
   }
@@ -833,57 +816,55 @@ export type MiddlewarePhase =
  * A middleware threw. Retryable unless the middleware threw a non-retryable mocra error (then
  * that error's `retryable` is kept), so the work takes the same retry path as a failed download.
  */
-export class MiddlewareFailedError extends MocraError {
-  override readonly name = 'MiddlewareFailedError';
+export class MiddlewareFailedError extends createError(
+  'MiddlewareFailedError',
+  'MOCRA_ERR_MIDDLEWARE_FAILED',
+) {
   constructor(
     readonly kind: MiddlewareKind,
     readonly middleware: string,
     readonly phase: MiddlewarePhase,
     cause: unknown,
   ) {
-    super(
-      'MOCRA_ERR_MIDDLEWARE_FAILED',
-      `${kind} middleware '${middleware}' failed in ${phase}: ${describe(cause)}`,
-      {
-        cause,
-        retryable: isMocraError(cause) ? cause.retryable : true,
-      },
-    );
+    super(`${kind} middleware '${middleware}' failed in ${phase}: ${describe(cause)}`, {
+      cause,
+      retryable: isMocraError(cause) ? cause.retryable : true,
+    });
   }
 }
 
 /** A module that cannot run as defined (names the module; `cause` holds the graph error, if any). */
-export class InvalidModuleError extends MocraError {
-  override readonly name = 'InvalidModuleError';
+export class InvalidModuleError extends createError('InvalidModuleError', 'MOCRA_ERR_INVALID_MODULE') {
   constructor(
     readonly module: string,
     reason: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_INVALID_MODULE', `module '${module}': ${reason}`, options);
+    super(`module '${module}': ${reason}`, options);
   }
 }
 
-export class UnknownMiddlewareError extends MocraError {
-  override readonly name = 'UnknownMiddlewareError';
+export class UnknownMiddlewareError extends createError(
+  'UnknownMiddlewareError',
+  'MOCRA_ERR_UNKNOWN_MIDDLEWARE',
+) {
   constructor(
     readonly kind: MiddlewareKind,
     readonly middleware: string,
     /** Who selected it: `module 'x'` or `request <url>`. */
     readonly selectedBy: string,
   ) {
-    super(
-      'MOCRA_ERR_UNKNOWN_MIDDLEWARE',
-      `${selectedBy} selects ${kind} middleware '${middleware}', which is not registered`,
-    );
+    super(`${selectedBy} selects ${kind} middleware '${middleware}', which is not registered`);
   }
 }
 
 // ── downloaders: registry, WebSocket, browser ───────────────────────────────────
 
 /** A module or request names a downloader that was never registered. Not retryable: a typo stays a typo. */
-export class UnknownDownloaderError extends MocraError {
-  override readonly name = 'UnknownDownloaderError';
+export class UnknownDownloaderError extends createError(
+  'UnknownDownloaderError',
+  'MOCRA_ERR_UNKNOWN_DOWNLOADER',
+) {
   constructor(
     readonly downloader: string,
     /** Who selected it: `module 'x'` or `request <url>`. */
@@ -891,37 +872,37 @@ export class UnknownDownloaderError extends MocraError {
     /** The names that are registered, for the message. */
     readonly known: readonly string[],
   ) {
-    super(
-      'MOCRA_ERR_UNKNOWN_DOWNLOADER',
-      `${selectedBy} selects downloader '${downloader}', which is not registered (known: ${
-        known.length === 0 ? 'none' : known.join(', ')
-      })`,
-    );
+    const names = known.length === 0 ? 'none' : known.join(', ');
+    super(`${selectedBy} selects downloader '${downloader}', which is not registered (known: ${names})`);
   }
 }
 
 /** A downloader, WebSocket manager or browser page pool was used after `close()`. */
-export class DownloaderClosedError extends MocraError {
-  override readonly name = 'DownloaderClosedError';
+export class DownloaderClosedError extends createError(
+  'DownloaderClosedError',
+  'MOCRA_ERR_DOWNLOADER_CLOSED',
+) {
   constructor(readonly downloader: string) {
-    super('MOCRA_ERR_DOWNLOADER_CLOSED', `${downloader} is closed`);
+    super(`${downloader} is closed`);
   }
 }
 
 /** A WebSocket could not be opened, after `attempts` tries. Retryable: the server may come back. */
-export class WebSocketConnectError extends MocraError {
-  override readonly name = 'WebSocketConnectError';
+export class WebSocketConnectError extends createError(
+  'WebSocketConnectError',
+  'MOCRA_ERR_WEBSOCKET_CONNECT',
+  {
+    retryable: true,
+  },
+) {
   constructor(
     readonly url: string,
     readonly attempts: number,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
     super(
-      'MOCRA_ERR_WEBSOCKET_CONNECT',
-      `cannot open WebSocket ${truncate(url)} (${attempts} attempt${attempts === 1 ? '' : 's'})${
-        options.cause === undefined ? '' : `: ${describe(options.cause)}`
-      }`,
-      { ...options, retryable: true },
+      `cannot open WebSocket ${truncate(url)} (${plural(attempts, 'attempt')})${causeSuffix(options.cause)}`,
+      options,
     );
   }
 }
@@ -931,8 +912,7 @@ export class WebSocketConnectError extends MocraError {
  * reconnect attempts ran out, or a close code that says reconnecting cannot help (1002, 1003,
  * 1007–1010, application codes). Retryable only when the close was abnormal.
  */
-export class WebSocketClosedError extends MocraError {
-  override readonly name = 'WebSocketClosedError';
+export class WebSocketClosedError extends createError('WebSocketClosedError', 'MOCRA_ERR_WEBSOCKET_CLOSED') {
   constructor(
     readonly url: string,
     readonly closeCode: number,
@@ -940,7 +920,6 @@ export class WebSocketClosedError extends MocraError {
     options: MocraErrorOptions = {},
   ) {
     super(
-      'MOCRA_ERR_WEBSOCKET_CLOSED',
       `WebSocket ${truncate(url)} closed with ${closeCode}${reason ? ` (${truncate(reason, 120)})` : ''}`,
       options,
     );
@@ -948,29 +927,31 @@ export class WebSocketClosedError extends MocraError {
 }
 
 /** The receive buffer of a WebSocket connection filled up: its consumer is slower than the server. */
-export class WebSocketOverflowError extends MocraError {
-  override readonly name = 'WebSocketOverflowError';
+export class WebSocketOverflowError extends createError(
+  'WebSocketOverflowError',
+  'MOCRA_ERR_WEBSOCKET_OVERFLOW',
+  {
+    retryable: true,
+  },
+) {
   constructor(
     readonly url: string,
     readonly limit: number,
   ) {
     super(
-      'MOCRA_ERR_WEBSOCKET_OVERFLOW',
       `more than ${limit} inbound messages of WebSocket ${truncate(url)} were waiting; the connection was closed`,
-      { retryable: true },
     );
   }
 }
 
 /** Chromium did not start: the executable is missing or not runnable, or it crashed while launching. */
-export class BrowserLaunchError extends MocraError {
-  override readonly name = 'BrowserLaunchError';
+export class BrowserLaunchError extends createError('BrowserLaunchError', 'MOCRA_ERR_BROWSER_LAUNCH') {
   constructor(
     readonly executablePath: string,
     message: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super('MOCRA_ERR_BROWSER_LAUNCH', `cannot launch Chromium at ${executablePath}: ${message}`, options);
+    super(`cannot launch Chromium at ${executablePath}: ${message}`, options);
   }
 }
 
@@ -978,8 +959,9 @@ export class BrowserLaunchError extends MocraError {
  * The response was judged blocked (403, 429, a captcha page) and `blocked.retry` is on: the
  * request is retried, on another exit or tier, instead of the page reaching parse.
  */
-export class BlockedResponseError extends MocraError {
-  override readonly name = 'BlockedResponseError';
+export class BlockedResponseError extends createError('BlockedResponseError', 'MOCRA_ERR_BLOCKED', {
+  retryable: true,
+}) {
   constructor(
     readonly url: string,
     readonly status: number,
@@ -987,40 +969,35 @@ export class BlockedResponseError extends MocraError {
     readonly proxy: string | undefined,
   ) {
     super(
-      'MOCRA_ERR_BLOCKED',
       `${truncate(url)} answered ${status} as a block${proxy === undefined ? ' (direct)' : ` through ${proxy}`}`,
-      { retryable: true },
     );
   }
 }
 
 /** A page failed to load or render. Retryable unless the navigation was refused for good (a bad URL). */
-export class BrowserNavigationError extends MocraError {
-  override readonly name = 'BrowserNavigationError';
+export class BrowserNavigationError extends createError(
+  'BrowserNavigationError',
+  'MOCRA_ERR_BROWSER_NAVIGATION',
+) {
   constructor(
     readonly url: string,
     message: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_BROWSER_NAVIGATION', `browser could not render ${truncate(url)}: ${message}`, options);
+    super(`browser could not render ${truncate(url)}: ${message}`, options);
   }
 }
 
 // ── control-plane HTTP API ──────────────────────────────────────────────────────
 
 /** The control API could not bind. Start-up fails with this; the server is closed, nothing half-runs. */
-export class ApiBindError extends MocraError {
-  override readonly name = 'ApiBindError';
+export class ApiBindError extends createError('ApiBindError', 'MOCRA_ERR_API_BIND') {
   constructor(
     readonly host: string,
     readonly port: number,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super(
-      'MOCRA_ERR_API_BIND',
-      `the control API cannot listen on ${host}:${port}: ${bindReason(options.cause)}`,
-      options,
-    );
+    super(`the control API cannot listen on ${host}:${port}: ${bindReason(options.cause)}`, options);
   }
 }
 
@@ -1033,29 +1010,26 @@ function bindReason(cause: unknown): string {
   return describe(cause);
 }
 
-export class ApiUnauthorizedError extends MocraError {
-  override readonly name = 'ApiUnauthorizedError';
-  constructor(message = 'a valid API key is required (Authorization: Bearer <key> or x-api-key: <key>)') {
-    super('MOCRA_ERR_API_UNAUTHORIZED', message);
-  }
-}
+export class ApiUnauthorizedError extends createError('ApiUnauthorizedError', 'MOCRA_ERR_API_UNAUTHORIZED', {
+  retryable: false,
+  message: 'a valid API key is required (Authorization: Bearer <key> or x-api-key: <key>)',
+}) {}
 
-export class ApiKeyNotConfiguredError extends MocraError {
-  override readonly name = 'ApiKeyNotConfiguredError';
-  constructor() {
-    super(
-      'MOCRA_ERR_API_KEY_NOT_CONFIGURED',
+export class ApiKeyNotConfiguredError extends createError(
+  'ApiKeyNotConfiguredError',
+  'MOCRA_ERR_API_KEY_NOT_CONFIGURED',
+  {
+    retryable: false,
+    message:
       'no API key is configured, so authenticated endpoints are disabled; set [api].api_key, MOCRA_API__API_KEY, the apiKey option or (mocra crawl/run) --api-key',
-    );
-  }
-}
+  },
+) {}
 
-export class ApiRateLimitedError extends MocraError {
-  override readonly name = 'ApiRateLimitedError';
+export class ApiRateLimitedError extends createError('ApiRateLimitedError', 'MOCRA_ERR_API_RATE_LIMITED', {
+  retryable: true,
+}) {
   constructor(readonly retryAfterMs: number) {
-    super('MOCRA_ERR_API_RATE_LIMITED', `rate limit exceeded; retry in ${Math.ceil(retryAfterMs / 1000)} s`, {
-      retryable: true,
-    });
+    super(`rate limit exceeded; retry in ${Math.ceil(retryAfterMs / 1000)} s`);
   }
 }
 
@@ -1065,44 +1039,36 @@ export interface ApiValidationIssue {
   message: string;
 }
 
-export class ApiValidationError extends MocraError {
-  override readonly name = 'ApiValidationError';
+export class ApiValidationError extends createError('ApiValidationError', 'MOCRA_ERR_API_VALIDATION') {
   constructor(readonly issues: readonly ApiValidationIssue[]) {
-    super(
-      'MOCRA_ERR_API_VALIDATION',
-      issues.length === 0
-        ? 'invalid request'
-        : `invalid request: ${issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; ')}`,
-    );
+    const problems = issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`));
+    super(problems.length === 0 ? 'invalid request' : `invalid request: ${problems.join('; ')}`);
   }
 }
 
-export class ApiNotFoundError extends MocraError {
-  override readonly name = 'ApiNotFoundError';
+export class ApiNotFoundError extends createError('ApiNotFoundError', 'MOCRA_ERR_API_NOT_FOUND') {
   constructor(
     readonly method: string,
     readonly path: string,
   ) {
-    super('MOCRA_ERR_API_NOT_FOUND', `no endpoint ${method} ${truncate(path)}; see /openapi.json`);
+    super(`no endpoint ${method} ${truncate(path)}; see /openapi.json`);
   }
 }
 
-export class ApiHostNotAllowedError extends MocraError {
-  override readonly name = 'ApiHostNotAllowedError';
+export class ApiHostNotAllowedError extends createError(
+  'ApiHostNotAllowedError',
+  'MOCRA_ERR_API_HOST_NOT_ALLOWED',
+) {
   constructor(readonly host: string) {
     super(
-      'MOCRA_ERR_API_HOST_NOT_ALLOWED',
       `requests for host '${truncate(host)}' are refused; add it to [api] allowed_hosts (MOCRA_API__ALLOWED_HOSTS) to serve it`,
     );
   }
 }
 
-export class ApiUnavailableError extends MocraError {
-  override readonly name = 'ApiUnavailableError';
-  constructor(message: string, options: Omit<MocraErrorOptions, 'retryable'> = {}) {
-    super('MOCRA_ERR_API_UNAVAILABLE', message, { ...options, retryable: true });
-  }
-}
+export class ApiUnavailableError extends createError('ApiUnavailableError', 'MOCRA_ERR_API_UNAVAILABLE', {
+  retryable: true,
+}) {}
 
 // ── failure policy, thresholds, breakers, watchdog ──────────────────────────────
 
@@ -1110,16 +1076,15 @@ export class ApiUnavailableError extends MocraError {
  * A handler ran past its deadline. Its AbortSignal was aborted and the work is reported as
  * this (retryable) timeout, so a handler that never returns cannot hang the crawl.
  */
-export class HandlerTimeoutError extends MocraError {
-  override readonly name = 'HandlerTimeoutError';
+export class HandlerTimeoutError extends createError('HandlerTimeoutError', 'MOCRA_ERR_HANDLER_TIMEOUT', {
+  retryable: true,
+}) {
   constructor(
     /** What timed out: `download https://…`, `parse catalog/main`… */
     readonly label: string,
     readonly timeoutMs: number,
   ) {
-    super('MOCRA_ERR_HANDLER_TIMEOUT', `${truncate(label)} did not finish within ${timeoutMs} ms; aborted`, {
-      retryable: true,
-    });
+    super(`${truncate(label)} did not finish within ${timeoutMs} ms; aborted`);
   }
 }
 
@@ -1128,8 +1093,7 @@ export class HandlerTimeoutError extends MocraError {
  * `retryAfterMs`. `exhausted`: it opened so often without closing that the target looks down
  * for good — then the error is not retryable and the work is given up (dead-lettered).
  */
-export class CircuitOpenError extends MocraError {
-  override readonly name = 'CircuitOpenError';
+export class CircuitOpenError extends createError('CircuitOpenError', 'MOCRA_ERR_CIRCUIT_OPEN') {
   constructor(
     readonly scope: 'host' | 'module',
     readonly key: string,
@@ -1137,7 +1101,6 @@ export class CircuitOpenError extends MocraError {
     readonly exhausted = false,
   ) {
     super(
-      'MOCRA_ERR_CIRCUIT_OPEN',
       exhausted
         ? `circuit breaker of ${scope} '${truncate(key)}' keeps reopening; the ${scope} looks down, giving the work up`
         : `circuit breaker of ${scope} '${truncate(key)}' is open; retry in ${retryAfterMs} ms`,
@@ -1147,75 +1110,60 @@ export class CircuitOpenError extends MocraError {
 }
 
 /** The per-request error limit was reached: the request is given up. */
-export class RequestSkippedError extends MocraError {
-  override readonly name = 'RequestSkippedError';
+export class RequestSkippedError extends createError('RequestSkippedError', 'MOCRA_ERR_REQUEST_SKIPPED') {
   constructor(
     readonly request: string,
     readonly errors: number,
     readonly limit: number,
   ) {
-    super(
-      'MOCRA_ERR_REQUEST_SKIPPED',
-      `request ${truncate(request)} failed ${errors} times (limit ${limit}); skipped`,
-    );
+    super(`request ${truncate(request)} failed ${errors} times (limit ${limit}); skipped`);
   }
 }
 
 /** The per-module error limit was reached: the module takes no more work in this process. */
-export class ModuleTerminatedError extends MocraError {
-  override readonly name = 'ModuleTerminatedError';
+export class ModuleTerminatedError extends createError(
+  'ModuleTerminatedError',
+  'MOCRA_ERR_MODULE_TERMINATED',
+) {
   constructor(
     readonly module: string,
     readonly errors: number,
     readonly limit: number,
   ) {
-    super(
-      'MOCRA_ERR_MODULE_TERMINATED',
-      `module '${module}' reached ${errors} errors (limit ${limit}, after success decay); terminated`,
-    );
+    super(`module '${module}' reached ${errors} errors (limit ${limit}, after success decay); terminated`);
   }
 }
 
 /** The per-task error limit was reached: the task's (run's) remaining work is given up. */
-export class TaskTerminatedError extends MocraError {
-  override readonly name = 'TaskTerminatedError';
+export class TaskTerminatedError extends createError('TaskTerminatedError', 'MOCRA_ERR_TASK_TERMINATED') {
   constructor(
     readonly task: string,
     readonly errors: number,
     readonly limit: number,
   ) {
-    super(
-      'MOCRA_ERR_TASK_TERMINATED',
-      `task '${task}' reached ${errors} errors (limit ${limit}, after success decay); terminated`,
-    );
+    super(`task '${task}' reached ${errors} errors (limit ${limit}, after success decay); terminated`);
   }
 }
 
 /** Nothing moved for `idleMs` while `pending` messages waited: the crawl looks hung. */
-export class StalledError extends MocraError {
-  override readonly name = 'StalledError';
+export class StalledError extends createError('StalledError', 'MOCRA_ERR_STALLED') {
   constructor(
     readonly idleMs: number,
     readonly pending: number,
   ) {
-    super(
-      'MOCRA_ERR_STALLED',
-      `no progress for ${Math.round(idleMs / 1000)} s while ${pending} message${pending === 1 ? '' : 's'} were pending`,
-    );
+    super(`no progress for ${Math.round(idleMs / 1000)} s while ${plural(pending, 'message')} were pending`);
   }
 }
 
 // ── frontier: stores, robots.txt, sitemaps ───────────────────────────────────────
 
 /** A LevelDB directory is locked by another process (two crawls on one `--persist` dir). */
-export class StoreLockedError extends MocraError {
-  override readonly name = 'StoreLockedError';
+export class StoreLockedError extends createError('StoreLockedError', 'MOCRA_ERR_STORE_LOCKED') {
   constructor(
     readonly dir: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
     super(
-      'MOCRA_ERR_STORE_LOCKED',
       `${dir} is in use by another process (LevelDB lock); stop that process or use another directory`,
       options,
     );
@@ -1223,30 +1171,24 @@ export class StoreLockedError extends MocraError {
 }
 
 /** A LevelDB store failed: opening, reading or writing. */
-export class StoreFailedError extends MocraError {
-  override readonly name = 'StoreFailedError';
+export class StoreFailedError extends createError('StoreFailedError', 'MOCRA_ERR_STORE_FAILED') {
   constructor(
     readonly dir: string,
     readonly operation: string,
-    options: Omit<MocraErrorOptions, 'retryable'> = {},
+    options: CauseOptions = {},
   ) {
-    super(
-      'MOCRA_ERR_STORE_FAILED',
-      `LevelDB store ${dir}: ${operation} failed: ${describe(options.cause)}`,
-      options,
-    );
+    super(`LevelDB store ${dir}: ${operation} failed: ${describe(options.cause)}`, options);
   }
 }
 
 /** A sitemap could not be fetched or read. */
-export class SitemapError extends MocraError {
-  override readonly name = 'SitemapError';
+export class SitemapError extends createError('SitemapError', 'MOCRA_ERR_SITEMAP') {
   constructor(
     readonly url: string,
     readonly reason: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_SITEMAP', `sitemap ${truncate(url)}: ${reason}`, options);
+    super(`sitemap ${truncate(url)}: ${reason}`, options);
   }
 }
 
@@ -1254,8 +1196,10 @@ export class SitemapError extends MocraError {
  * A DAG node dispatched through the data-plane queue failed on the worker that ran it. Retryable
  * exactly when the remote error was, so the node's retry policy treats it as it would locally.
  */
-export class RemoteNodeFailedError extends MocraError {
-  override readonly name = 'RemoteNodeFailedError';
+export class RemoteNodeFailedError extends createError(
+  'RemoteNodeFailedError',
+  'MOCRA_ERR_REMOTE_NODE_FAILED',
+) {
   /** The wait the remote error asked for before the next attempt (a RetryLaterError's delay). */
   readonly delayMs: number | undefined;
   constructor(
@@ -1268,9 +1212,7 @@ export class RemoteNodeFailedError extends MocraError {
     message: string,
     options: { retryable: boolean; delayMs?: number },
   ) {
-    super('MOCRA_ERR_REMOTE_NODE_FAILED', `node '${nodeId}' of '${graph}' failed on ${worker}: ${message}`, {
-      retryable: options.retryable,
-    });
+    super(`node '${nodeId}' of '${graph}' failed on ${worker}: ${message}`, { retryable: options.retryable });
     this.delayMs = options.delayMs;
   }
 }
@@ -1278,36 +1220,29 @@ export class RemoteNodeFailedError extends MocraError {
 // ── data tools ──────────────────────────────────────────────────────────────────
 
 /** An item that does not fit a DataFrame store's schema. */
-export class DataFrameSchemaError extends MocraError {
-  override readonly name = 'DataFrameSchemaError';
+export class DataFrameSchemaError extends createError('DataFrameSchemaError', 'MOCRA_ERR_DATAFRAME_SCHEMA') {
   constructor(
     readonly column: string,
     /** 0-based position of the item in the run (the store's count, not the batch's). */
     readonly row: number,
     reason: string,
   ) {
-    super('MOCRA_ERR_DATAFRAME_SCHEMA', `item ${row}, column '${column}': ${reason}`);
+    super(`item ${row}, column '${column}': ${reason}`);
   }
 }
 
 /** A DataFrame store failed to write; `file` is the path it was writing. */
-export class DataFrameWriteError extends MocraError {
-  override readonly name = 'DataFrameWriteError';
+export class DataFrameWriteError extends createError('DataFrameWriteError', 'MOCRA_ERR_DATAFRAME_WRITE') {
   constructor(
     readonly file: string,
     message: string,
     options: MocraErrorOptions = {},
   ) {
-    super('MOCRA_ERR_DATAFRAME_WRITE', `${file}: ${message}`, options);
+    super(`${file}: ${message}`, options);
   }
 }
 
-export class WorkbookReadError extends MocraError {
-  override readonly name = 'WorkbookReadError';
-  constructor(message: string, options: MocraErrorOptions = {}) {
-    super('MOCRA_ERR_WORKBOOK_READ', message, options);
-  }
-}
+export class WorkbookReadError extends createError('WorkbookReadError', 'MOCRA_ERR_WORKBOOK_READ') {}
 
 export type SandboxErrorCode =
   | 'MOCRA_ERR_SANDBOX_TIMEOUT'
@@ -1318,7 +1253,8 @@ export type SandboxErrorCode =
 
 /**
  * Page code in the sandbox failed. `code` says how (timeout, memory, a throw, a value that
- * cannot cross, a closed runtime); `sandboxStack` is the stack from inside the sandbox.
+ * cannot cross, a closed runtime); `sandboxStack` is the stack from inside the sandbox. One class
+ * for five codes, so it is written by hand rather than built by `createError`.
  */
 export class SandboxError extends MocraError {
   override readonly name = 'SandboxError';
@@ -1334,14 +1270,11 @@ export class SandboxError extends MocraError {
 }
 
 /** A batch buffer's flush threw. Raised by the `add`, `flush` or `close` after it. */
-export class BatchFlushError extends MocraError {
-  override readonly name = 'BatchFlushError';
+export class BatchFlushError extends createError('BatchFlushError', 'MOCRA_ERR_BATCH_FLUSH') {
   constructor(
     readonly items: number,
     cause: unknown,
   ) {
-    super('MOCRA_ERR_BATCH_FLUSH', `flushing a batch of ${items} item(s) failed: ${describe(cause)}`, {
-      cause,
-    });
+    super(`flushing a batch of ${items} item(s) failed: ${describe(cause)}`, { cause });
   }
 }
