@@ -490,7 +490,7 @@ describe('Engine: control', () => {
     const left = { request: 0, response: 0 };
     left.request = (await queue.topic(TOPICS.request).consume({ max: 1000, waitMs: 0 })).length;
     left.response = (await queue.topic(TOPICS.response).consume({ max: 1000, waitMs: 0 })).length;
-    const followUps = await queue.topic(TOPICS.parserTask).stats();
+    const followUps = await queue.topic(TOPICS.followUp).stats();
     expect(summary.stages.parse.done + left.request + left.response).toBe(summary.frontier.admitted);
     expect(followUps.ready + summary.stages.parse.done).toBeGreaterThan(0);
     await queue.close();
@@ -522,6 +522,29 @@ describe('Engine: control', () => {
     bad(() => engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, {} as DataSink<unknown>));
     const e = engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect());
     bad(() => e.register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect()));
+  });
+
+  test("a stage's former name is refused with the name that does its job now", async () => {
+    // As a JavaScript caller (or an old config object) passes them: the type system would refuse them.
+    const old = JSON.parse('{"parserTask": 3}') as Record<string, number>;
+    for (const group of ['stages', 'topics', 'watchdog'] as const) {
+      expect(() => engine({ [group]: group === 'topics' ? { parserTask: { capacity: 3 } } : old })).toThrow(
+        expect.objectContaining({
+          code: 'MOCRA_ERR_INVALID_ARGUMENT',
+          message: `${group}.parserTask was renamed: use ${group}.followUp`,
+        }),
+      );
+    }
+    const e = engine({ stages: { followUp: 3 } });
+    expect((await e.stats()).stages.followUp.concurrency).toBe(3);
+    expect(() => e.setConcurrency('parserTask' as never, 5)).toThrow(
+      expect.objectContaining({
+        code: 'MOCRA_ERR_INVALID_ARGUMENT',
+        message: "stage 'parserTask' was renamed: use 'followUp'",
+      }),
+    );
+    e.setConcurrency('followUp', 5);
+    expect((await e.stats()).stages.followUp.concurrency).toBe(5);
   });
 
   // Parsed where downloaded (the default), the response being parsed never enters the topic and

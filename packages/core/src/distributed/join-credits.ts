@@ -27,7 +27,7 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Coordination } from '../coordination/types.js';
-import { ATTEMPT_HEADER, type StageName } from '../model/events.js';
+import { ATTEMPT_HEADER, type StageName, TOPICS } from '../model/events.js';
 import type { ModuleGraph } from '../module/graph.js';
 import type { JoinReady } from '../module/run-ledger.js';
 import type { Logger } from '../observability/logger.js';
@@ -564,11 +564,11 @@ function originOf(p: Record<string, unknown>): { account?: string; platform?: st
 
 function stageOfTopic(topic: unknown): StageName {
   switch (topic) {
-    case 'task':
+    case TOPICS.task:
       return 'task';
-    case 'parser_task':
-      return 'parserTask';
-    case 'response':
+    case TOPICS.followUp:
+      return 'followUp';
+    case TOPICS.response:
       return 'parse';
     default:
       return 'download';
