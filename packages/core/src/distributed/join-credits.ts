@@ -35,7 +35,7 @@ import type { Delivery } from '../queue/types.js';
 import { childCredit, childId, formatCredit, parseCredit, type UnitCredit } from './credit.js';
 import { type CreditReturn, CreditStore } from './credit-store.js';
 
-/** `mocra:dag:credit-flush` — one accumulated batch of returned join credit was written (or found covered). */
+/** `mocra:module:credit-flush` — one accumulated batch of returned join credit was written (or found covered). */
 export interface CreditFlushMessage {
   runId: string;
   module: string;
@@ -50,7 +50,7 @@ export interface CreditFlushMessage {
   nodeId: string;
 }
 
-const flushChannel = diagnostics_channel.channel('mocra:dag:credit-flush');
+const flushChannel = diagnostics_channel.channel('mocra:module:credit-flush');
 
 /** The unit id of a run's seed (a task without credit). */
 const SEED_ID = 'seed';
