@@ -1,9 +1,11 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
+  attachEngineTelemetry,
   CriticalError,
   createEngine,
   createMemoryQueueBackend,
+  createMetrics,
   type DataSink,
   type EngineOptions,
   type ErrorEvent,
@@ -293,6 +295,35 @@ describe('Engine: failures are reported with typed errors and the crawl goes on'
       topic: 'request',
     });
     expect((letters[0]!.payload!.payload as Request).url).toBe('http://127.0.0.1:1/x');
+    await queue.close();
+  });
+
+  test("an error event written under the follow-up stage's former name is handled as followUp", async () => {
+    const queue = createMemoryQueueBackend({ namespace: 'legacy-stage' });
+    const followUp = { module: 'legacy', node: 'n', runId: 'old-run', requests: [], meta: {}, depth: 1 };
+    // What a run persisted before the rename left on its error topic.
+    const legacy = {
+      stage: 'parserTask',
+      topic: TOPICS.followUp,
+      payload: followUp,
+      code: 'MOCRA_ERR_GENERATE_FAILED',
+      message: 'generate threw',
+      retryable: false,
+      attempt: 1,
+      at: 0,
+      priority: 0,
+    };
+    await queue.topic(TOPICS.error).publish([{ payload: legacy }]);
+    const stages: string[] = [];
+    const mod: Module = { name: 'legacy', nodes: [{ id: 'n', generate: () => [], parse() {} }] };
+    const e = engine({ queue, runId: 'old-run', onError: (event) => stages.push(event.stage) });
+    const metrics = createMetrics({ node: 't', processMetrics: false, system: false });
+    attachEngineTelemetry(e, { metrics });
+    await e.register(mod, collect()).run();
+    expect(stages).toEqual(['followUp']);
+    expect(
+      await metrics.value('mocra_errors_total', { stage: 'follow_up', code: 'MOCRA_ERR_GENERATE_FAILED' }),
+    ).toBe(1);
     await queue.close();
   });
 
