@@ -1,12 +1,12 @@
 /**
  * One worker of bench/cluster-joins.ts: a module whose entry node fans out UNITS requests per
  * run into a join. The cluster's seeded run submits RUNS runs. Prints one JSON line: its join
- * firings, and its join-credit writes per run (from `mocra:dag:credit-flush`).
+ * firings, and its join-credit writes per run (from `mocra:module:credit-flush`).
  *
  *   BASE=<origin> RUNS=20 UNITS=1000 MOCRA_QUEUE=redis://… MOCRA_NAME=… node … cluster-joins-worker.ts
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import { dag, defineModule, type Engine, Mocra, Request } from 'mocra';
+import { defineModule, type Engine, graph, Mocra, Request } from 'mocra';
 
 const env = process.env;
 const base = env.BASE!;
@@ -15,7 +15,7 @@ const units = Number(env.UNITS ?? 1000);
 
 const writesByRun: Record<string, number> = {};
 let flushes = 0;
-diagnostics_channel.subscribe('mocra:dag:credit-flush', (message) => {
+diagnostics_channel.subscribe('mocra:module:credit-flush', (message) => {
   const m = message as { runId: string; wrote: boolean };
   flushes++;
   if (m.wrote) writesByRun[m.runId] = (writesByRun[m.runId] ?? 0) + 1;
@@ -25,7 +25,7 @@ const fired: string[] = [];
 let engine: Engine | undefined;
 const module = defineModule({
   name: 'fanin',
-  dag: dag()
+  graph: graph()
     .edge(
       {
         id: 'fan',

@@ -7,7 +7,7 @@
 //   list ─▶ detail ─┬─▶ api ───┐
 //                   └─▶ stock ─┴─▶ report (join: once, after api and stock finished)
 import { startFixtureSite } from '@mocra/testkit';
-import { dag, defineModule, Mocra, type ModuleNode, Request } from 'mocra';
+import { defineModule, graph, Mocra, type ModuleNode, Request } from 'mocra';
 
 type Out =
   | { kind: 'book'; id: number; title: string }
@@ -89,7 +89,7 @@ const report: ModuleNode<Out> = {
 
 const catalog = defineModule<Out>({
   name: 'catalog',
-  dag: dag<Out>()
+  graph: graph<Out>()
     .edge(list, detail)
     .edge(detail, api)
     .edge(detail, stock)

@@ -100,7 +100,7 @@ export class TestControlPlane implements ControlPlane {
       uptimeMs: 1000,
       pending,
       inflight: 0,
-      stages: { task: stage(0), download: stage(1), parse: stage(2), parserTask: stage(3), error: stage(4) },
+      stages: { task: stage(0), download: stage(1), parse: stage(2), followUp: stage(3), error: stage(4) },
       dag: emptyDagTotals(),
       throughput: {
         download: { success: this.pages, failure: 0, total: this.pages, successRate: this.pages ? 1 : null },

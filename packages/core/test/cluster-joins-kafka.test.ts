@@ -9,9 +9,9 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import {
   connectDistributed,
   createEngine,
-  dag,
   defineModule,
   type Engine,
+  graph,
   Request,
   type RunSummary,
 } from '../src/index.js';
@@ -43,7 +43,7 @@ test('Kafka (fake broker) with Redis coordination: three engines, each run’s j
   const moduleFor = (index: number) =>
     defineModule({
       name: 'fanin',
-      dag: dag()
+      graph: graph()
         .edge(
           {
             id: 'fan',

@@ -1,9 +1,11 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
+  attachEngineTelemetry,
   CriticalError,
   createEngine,
   createMemoryQueueBackend,
+  createMetrics,
   type DataSink,
   type EngineOptions,
   type ErrorEvent,
@@ -296,6 +298,35 @@ describe('Engine: failures are reported with typed errors and the crawl goes on'
     await queue.close();
   });
 
+  test("an error event written under the follow-up stage's former name is handled as followUp", async () => {
+    const queue = createMemoryQueueBackend({ namespace: 'legacy-stage' });
+    const followUp = { module: 'legacy', node: 'n', runId: 'old-run', requests: [], meta: {}, depth: 1 };
+    // What a run persisted before the rename left on its error topic.
+    const legacy = {
+      stage: 'parserTask',
+      topic: TOPICS.followUp,
+      payload: followUp,
+      code: 'MOCRA_ERR_GENERATE_FAILED',
+      message: 'generate threw',
+      retryable: false,
+      attempt: 1,
+      at: 0,
+      priority: 0,
+    };
+    await queue.topic(TOPICS.error).publish([{ payload: legacy }]);
+    const stages: string[] = [];
+    const mod: Module = { name: 'legacy', nodes: [{ id: 'n', generate: () => [], parse() {} }] };
+    const e = engine({ queue, runId: 'old-run', onError: (event) => stages.push(event.stage) });
+    const metrics = createMetrics({ node: 't', processMetrics: false, system: false });
+    attachEngineTelemetry(e, { metrics });
+    await e.register(mod, collect()).run();
+    expect(stages).toEqual(['followUp']);
+    expect(
+      await metrics.value('mocra_errors_total', { stage: 'follow_up', code: 'MOCRA_ERR_GENERATE_FAILED' }),
+    ).toBe(1);
+    await queue.close();
+  });
+
   test('a parse that throws is reported (not retried) and the other pages go on', async () => {
     const sink = collect<Page>();
     const { events, options } = errorsOf();
@@ -490,7 +521,7 @@ describe('Engine: control', () => {
     const left = { request: 0, response: 0 };
     left.request = (await queue.topic(TOPICS.request).consume({ max: 1000, waitMs: 0 })).length;
     left.response = (await queue.topic(TOPICS.response).consume({ max: 1000, waitMs: 0 })).length;
-    const followUps = await queue.topic(TOPICS.parserTask).stats();
+    const followUps = await queue.topic(TOPICS.followUp).stats();
     expect(summary.stages.parse.done + left.request + left.response).toBe(summary.frontier.admitted);
     expect(followUps.ready + summary.stages.parse.done).toBeGreaterThan(0);
     await queue.close();
@@ -522,6 +553,29 @@ describe('Engine: control', () => {
     bad(() => engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, {} as DataSink<unknown>));
     const e = engine().register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect());
     bad(() => e.register({ name: 'm', nodes: [{ id: 'n', parse() {} }] }, collect()));
+  });
+
+  test("a stage's former name is refused with the name that does its job now", async () => {
+    // As a JavaScript caller (or an old config object) passes them: the type system would refuse them.
+    const old = JSON.parse('{"parserTask": 3}') as Record<string, number>;
+    for (const group of ['stages', 'topics', 'watchdog'] as const) {
+      expect(() => engine({ [group]: group === 'topics' ? { parserTask: { capacity: 3 } } : old })).toThrow(
+        expect.objectContaining({
+          code: 'MOCRA_ERR_INVALID_ARGUMENT',
+          message: `${group}.parserTask was renamed: use ${group}.followUp`,
+        }),
+      );
+    }
+    const e = engine({ stages: { followUp: 3 } });
+    expect((await e.stats()).stages.followUp.concurrency).toBe(3);
+    expect(() => e.setConcurrency('parserTask' as never, 5)).toThrow(
+      expect.objectContaining({
+        code: 'MOCRA_ERR_INVALID_ARGUMENT',
+        message: "stage 'parserTask' was renamed: use 'followUp'",
+      }),
+    );
+    e.setConcurrency('followUp', 5);
+    expect((await e.stats()).stages.followUp.concurrency).toBe(5);
   });
 
   // Parsed where downloaded (the default), the response being parsed never enters the topic and

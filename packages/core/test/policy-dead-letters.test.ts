@@ -16,7 +16,7 @@ function setup() {
     task: topic(TOPICS.task),
     download: topic(TOPICS.request),
     parse: topic(TOPICS.response),
-    parserTask: topic(TOPICS.parserTask),
+    followUp: topic(TOPICS.followUp),
     error: topic(TOPICS.error),
   };
   const replayed: string[][] = [];
@@ -172,5 +172,28 @@ describe('EngineDeadLetters', () => {
     expect(await dlq.list({ stage: 'parse' })).toMatchObject([{ module: 'shop', source: 'queue' }]);
     expect(await dlq.purge()).toBe(3);
     expect(await dlq.size()).toBe(0);
+  });
+
+  test("an entry written under the follow-up stage's former name lists as followUp; a filter on that name is refused", async () => {
+    const { topics, dlq } = setup();
+    const followUp = { module: 'shop', node: 'detail', runId: 'r', requests: [], meta: {}, depth: 1 };
+    // As a run persisted before the rename left it in the error topic's DLQ.
+    await deadLetter(
+      topics.error,
+      failure('MOCRA_ERR_GENERATE_FAILED', followUp, {
+        stage: 'parserTask' as never,
+        topic: TOPICS.followUp,
+      }),
+      'generate threw',
+    );
+    await deadLetter(topics.followUp, followUp, 'lease expired');
+    expect(await dlq.list({ stage: 'followUp' })).toMatchObject([
+      { source: 'policy', stage: 'followUp', topic: 'parser_task' },
+      { source: 'queue', stage: 'followUp', topic: 'parser_task' },
+    ]);
+    await expect(dlq.list({ stage: 'parserTask' as never })).rejects.toMatchObject({
+      code: 'MOCRA_ERR_INVALID_ARGUMENT',
+      message: "stage filter 'parserTask' was renamed: use 'followUp'",
+    });
   });
 });

@@ -253,7 +253,7 @@ describe('RecoveryPolicy', () => {
     expect(policyStage('parse', 'store')).toBe('store');
     expect(policyStage('download', 'middleware')).toBe('middleware');
     expect(policyStage('task', 'parse')).toBe('generate');
-    expect(policyStage('parserTask', 'network')).toBe('generate');
+    expect(policyStage('followUp', 'network')).toBe('generate');
     expect(policyStage('download', 'queue')).toBe('queue');
   });
 });

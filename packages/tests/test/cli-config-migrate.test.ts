@@ -113,7 +113,7 @@ describe('mocra config migrate: a config.toml with every documented key', () => 
       module_max_errors: 60,
       task_concurrency: 48,
       parser_concurrency: 12,
-      parser_task_concurrency: 12,
+      follow_up_concurrency: 12,
       error_task_concurrency: 6,
     });
     expect(config.scheduler.misfire_tolerance_ms).toBe(120_000);
@@ -234,7 +234,7 @@ describe('mocra config migrate: a config.toml with every documented key', () => 
       /^module_defaults\.timeout_ms \(seconds → ms/,
     );
     expect(report.carried.get('crawler.parser_concurrency')).toMatch(
-      /^crawler\.parser_concurrency, crawler\.parser_task_concurrency/,
+      /^crawler\.parser_concurrency, crawler\.follow_up_concurrency/,
     );
     expect(report.carried.get('channel_config.nats.url')).toMatch(/channel_config\.coordination/);
     expect(report.carried.get('policy.overrides[0]')).toMatch(

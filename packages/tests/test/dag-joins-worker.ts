@@ -11,7 +11,7 @@
 // Prints one JSON line: the run summary's reason and this process's join-credit writes per run.
 import diagnostics_channel from 'node:diagnostics_channel';
 import { Redis } from 'ioredis';
-import { dag, defineModule, type Engine, Mocra, Request } from 'mocra';
+import { defineModule, type Engine, graph, Mocra, Request } from 'mocra';
 
 const env = process.env;
 const site = env.SITE_URL!;
@@ -24,7 +24,7 @@ const sink = new Redis(env.SINK_REDIS ?? 'redis://127.0.0.1:6379');
 // Join-credit writes this process made, per run (the cost the design promises to keep O(1)).
 const writesByRun = new Map<string, number>();
 let flushes = 0;
-diagnostics_channel.subscribe('mocra:dag:credit-flush', (message) => {
+diagnostics_channel.subscribe('mocra:module:credit-flush', (message) => {
   const m = message as { runId: string; wrote: boolean };
   flushes++;
   if (env.DJ_DEBUG === '1') process.stderr.write(`flush ${JSON.stringify(message)} at ${Date.now()}\n`);
@@ -35,7 +35,7 @@ let engine: Engine | undefined;
 
 const fanIn = defineModule({
   name: 'fanin',
-  dag: dag()
+  graph: graph()
     .edge(
       {
         id: 'fan',

@@ -82,7 +82,7 @@ describe('sources and precedence', () => {
     expect(stages.download.concurrency).toBe(5); // code over file
     expect(stages.parse.concurrency).toBe(9); // env over code
     expect(stages.task.concurrency).toBe(2); // file over default
-    expect(stages.parserTask.concurrency).toBe(8); // built-in default
+    expect(stages.followUp.concurrency).toBe(8); // built-in default
     expect(stages.error.concurrency).toBe(2); // the typed builder method over .config()
   });
 });

@@ -10,7 +10,7 @@ import {
   type ModuleFlowMessage,
 } from '@mocra/core';
 import { catalogBook, type FixtureSite, startFixtureSite } from '@mocra/testkit';
-import { dag, defineModule, Mocra, type ModuleNode, Request, type RunSummary } from 'mocra';
+import { defineModule, graph, Mocra, type ModuleNode, Request, type RunSummary } from 'mocra';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const BOOKS = 45; // 3 listing pages of 20, 20 and 5
@@ -97,7 +97,7 @@ function catalogPipeline() {
   };
   return defineModule<Item>({
     name: 'catalog',
-    dag: dag<Item>()
+    graph: graph<Item>()
       .edge(list, detail)
       .edge(detail, api)
       .edge(detail, echo)
@@ -164,7 +164,10 @@ describe('a list → detail → JSON API pipeline', () => {
       parse() {},
     };
     await Mocra.builder()
-      .module(defineModule({ name: 'fan-in', dag: dag().edge(a, merge).edge(b, merge).build() }), () => {})
+      .module(
+        defineModule({ name: 'fan-in', graph: graph().edge(a, merge).edge(b, merge).build() }),
+        () => {},
+      )
       .handleSignals(false)
       .run();
     expect(generated.sort()).toEqual(['a', 'a', 'a', 'b']);
@@ -182,7 +185,7 @@ describe('entry nodes, the advance gate, meta', () => {
     const end: ModuleNode<string> = { id: 'end', parse() {} };
     const mod = defineModule<string>({
       name: 'roots',
-      dag: dag<string>().edge(root('r1'), end).edge(root('r2'), end).edge(root('r3'), end).build(),
+      graph: graph<string>().edge(root('r1'), end).edge(root('r2'), end).edge(root('r3'), end).build(),
     });
     await Mocra.builder().module(mod, sink).handleSignals(false).run();
     expect(items.sort()).toEqual(['r1', 'r2', 'r3']);
@@ -329,7 +332,7 @@ describe('the stop signal and other modules', () => {
     });
     const second = defineModule<string>({
       name: 'second',
-      dag: dag<string>().edge(secondNode('x'), secondNode('z')).node(secondNode('y')).build(),
+      graph: graph<string>().edge(secondNode('x'), secondNode('z')).node(secondNode('y')).build(),
     });
     const { items, sink } = collector<string>();
     const engine = Mocra.builder()

@@ -46,7 +46,7 @@ export function engineOptionsFromConfig(
       download: c.task_concurrency,
       task: c.generate_concurrency,
       parse: c.parser_concurrency,
-      parserTask: c.parser_task_concurrency,
+      followUp: c.follow_up_concurrency,
       error: c.error_task_concurrency,
     },
     concurrency: c.task_concurrency,
@@ -112,7 +112,7 @@ export function applyLiveConfig(
     'crawler.task_concurrency': ['download', c.task_concurrency],
     'crawler.generate_concurrency': ['task', c.generate_concurrency],
     'crawler.parser_concurrency': ['parse', c.parser_concurrency],
-    'crawler.parser_task_concurrency': ['parserTask', c.parser_task_concurrency],
+    'crawler.follow_up_concurrency': ['followUp', c.follow_up_concurrency],
     'crawler.error_task_concurrency': ['error', c.error_task_concurrency],
   } as const;
   let moduleConfigChanged = false;

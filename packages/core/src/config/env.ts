@@ -11,7 +11,14 @@
  * variable is reported by unknownEnvVariables, with the closest known name.
  */
 import type { ConfigIssue } from '../errors.js';
-import { type ConfigKeyDescriptor, configKeys, defOf, ENV_PREFIX, knownKeysAt, unwrap } from './keys.js';
+import {
+  type ConfigKeyDescriptor,
+  configKeys,
+  defOf,
+  ENV_PREFIX,
+  unknownKeyMessage,
+  unwrap,
+} from './keys.js';
 import { configSchema } from './schema.js';
 import { suggest } from './suggest.js';
 
@@ -50,12 +57,10 @@ export function readEnvOverrides(env: Readonly<Record<string, string | undefined
       const parts = rest.split('__');
       if (parts.length > 1 && tables.has(parts[0]!)) {
         const path = parts.map((p) => p.toLowerCase());
-        const known = knownKeysAt(configSchema, path.slice(0, -1));
-        const hint = suggest(path.at(-1)!, known);
         issues.push({
           kind: 'unknown-key',
           key: path.join('.'),
-          message: `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}`,
+          message: unknownKeyMessage(configSchema, path),
           source: { kind: 'env', variable },
         });
       }

@@ -5,7 +5,8 @@
  * diffed without further edits.
  */
 import type { z } from 'zod';
-import { type ConfigKeyInfo, configKeyInfo, configSchema } from './schema.js';
+import { type ConfigKeyInfo, configKeyInfo, configSchema, RENAMED_CONFIG_KEYS } from './schema.js';
+import { suggest } from './suggest.js';
 
 /** How an environment variable's text is turned into a value. */
 export type ConfigValueKind = 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'array' | 'table';
@@ -178,4 +179,15 @@ export function knownKeysAt(root: z.ZodType, path: readonly PropertyKey[]): stri
   if (!at) return [];
   const def = defOf(unwrap(at));
   return def.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+/**
+ * Why the key at `path` under `root` is refused: a renamed key names the key that replaced it;
+ * another one is unknown, with the likely spelling when it looks like a typo.
+ */
+export function unknownKeyMessage(root: z.ZodType, path: readonly PropertyKey[]): string {
+  const renamed = RENAMED_CONFIG_KEYS[path.map(String).join('.')];
+  if (renamed !== undefined) return `renamed: use '${renamed}'`;
+  const hint = suggest(String(path.at(-1)), knownKeysAt(root, path.slice(0, -1)));
+  return `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}`;
 }

@@ -84,6 +84,32 @@ describe('resolveConfig: every error names the key and where it was set', () => 
     ]);
   });
 
+  test('a renamed key is refused, naming its new key, in the file and in the environment', () => {
+    const issues = issuesOf(fromToml('[crawler]\nparser_task_concurrency = 3\n'));
+    expect(issues).toEqual([
+      {
+        kind: 'unknown-key',
+        key: 'crawler.parser_task_concurrency',
+        message: "renamed: use 'crawler.follow_up_concurrency'",
+        source: { kind: 'file', file: 'mocra.toml', line: 2, column: 1 },
+      },
+    ]);
+    const fromEnv = issuesOf(() => resolveConfig({ env: { MOCRA_CRAWLER__PARSER_TASK_CONCURRENCY: '3' } }));
+    expect(fromEnv).toEqual([
+      {
+        kind: 'unknown-key',
+        key: 'crawler.parser_task_concurrency',
+        message: "renamed: use 'crawler.follow_up_concurrency'",
+        source: { kind: 'env', variable: 'MOCRA_CRAWLER__PARSER_TASK_CONCURRENCY' },
+      },
+    ]);
+    expect(
+      resolveConfig({ toml: '[crawler]\nfollow_up_concurrency = 3\n', env: false }).crawler,
+    ).toMatchObject({
+      follow_up_concurrency: 3,
+    });
+  });
+
   test('unknown table at the top level', () => {
     const issues = issuesOf(fromToml('[sync]\nkafka = "x"\n'));
     expect(issues).toMatchObject([{ kind: 'unknown-key', key: 'sync', source: { line: 1, column: 2 } }]);

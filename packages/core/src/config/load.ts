@@ -21,10 +21,9 @@ import {
   ConfigValidationError,
 } from '../errors.js';
 import { readEnvOverrides } from './env.js';
-import { knownKeysAt } from './keys.js';
+import { unknownKeyMessage } from './keys.js';
 import { formatKeyPath, type SourcePosition, TomlKeyLocator } from './locate.js';
 import { configSchema, type MocraConfig, type MocraConfigInput } from './schema.js';
-import { suggest } from './suggest.js';
 
 /** Environment variables as `process.env` holds them. */
 export type ConfigEnv = Readonly<Record<string, string | undefined>>;
@@ -168,11 +167,10 @@ export function toConfigIssues(
       case 'unrecognized_keys':
         for (const unknown of issue.keys) {
           const at = [...path, unknown];
-          const hint = suggest(unknown, knownKeysAt(schema, path));
           out.push({
             kind: 'unknown-key',
             key: formatKeyPath(at),
-            message: `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}`,
+            message: unknownKeyMessage(schema, at),
             source: sourceOf(at),
           });
         }

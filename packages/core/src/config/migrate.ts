@@ -279,7 +279,7 @@ const RULES: Readonly<Record<string, Readonly<Record<string, KeyRule>>>> = {
     task_concurrency: { to: 'crawler.task_concurrency', note: 'the download workers' },
     publish_concurrency: { drop: PUBLISH_REASON },
     parser_concurrency: {
-      to: ['crawler.parser_concurrency', 'crawler.parser_task_concurrency'],
+      to: ['crawler.parser_concurrency', 'crawler.follow_up_concurrency'],
       note: 'two pools here: parse workers and follow-up (next node) workers; both get the value',
     },
     error_task_concurrency: { to: 'crawler.error_task_concurrency' },

@@ -49,6 +49,14 @@ export const REFUSED_UPSTREAM_MODULE_KEYS: Readonly<Record<string, string>> = Ob
     'responses are cached only for development, for the whole run: `--cache <dir> --cache-ttl <duration>` or `.httpCache({ dir, ttlMs })`',
 });
 
+/**
+ * Keys that were renamed, by dotted path, with the key that does their job now. Like any
+ * unknown key they are refused; the message names the new key.
+ */
+export const RENAMED_CONFIG_KEYS: Readonly<Record<string, string>> = Object.freeze({
+  'crawler.parser_task_concurrency': 'crawler.follow_up_concurrency',
+});
+
 const zod = lazyRequire<typeof import('zod')>('zod');
 
 /**
@@ -225,7 +233,7 @@ function buildConfigSchemas() {
         description: 'Parse-stage workers.',
         upstream: 'crawler.parser_concurrency',
       }),
-      parser_task_concurrency: key(workerCount().default(8), {
+      follow_up_concurrency: key(workerCount().default(8), {
         live: true,
         description: 'Follow-up workers: generate of the next node for work a parse handed on.',
         upstream: 'crawler.parser_concurrency (shared there)',

@@ -402,11 +402,11 @@ export class DistributedRuntime {
       response: { capacity: Math.max(512, 16 * downloads), ...base.topics?.response },
     };
     // Each hand-off is a round trip to the broker: the stages that only hand work on (parse,
-    // parserTask) spend most of their time waiting on it, so give them as many workers as
+    // followUp) spend most of their time waiting on it, so give them as many workers as
     // downloads to keep the pipeline full (unless set explicitly).
     const stages = {
       parse: Math.max(16, downloads),
-      parserTask: Math.max(8, downloads),
+      followUp: Math.max(8, downloads),
       ...base.stages,
     };
     return {

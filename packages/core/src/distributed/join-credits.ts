@@ -27,7 +27,7 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Coordination } from '../coordination/types.js';
-import { ATTEMPT_HEADER, type StageName } from '../model/events.js';
+import { ATTEMPT_HEADER, type StageName, TOPICS } from '../model/events.js';
 import type { ModuleGraph } from '../module/graph.js';
 import type { JoinReady } from '../module/run-ledger.js';
 import type { Logger } from '../observability/logger.js';
@@ -35,7 +35,7 @@ import type { Delivery } from '../queue/types.js';
 import { childCredit, childId, formatCredit, parseCredit, type UnitCredit } from './credit.js';
 import { type CreditReturn, CreditStore } from './credit-store.js';
 
-/** `mocra:dag:credit-flush` — one accumulated batch of returned join credit was written (or found covered). */
+/** `mocra:module:credit-flush` — one accumulated batch of returned join credit was written (or found covered). */
 export interface CreditFlushMessage {
   runId: string;
   module: string;
@@ -50,7 +50,7 @@ export interface CreditFlushMessage {
   nodeId: string;
 }
 
-const flushChannel = diagnostics_channel.channel('mocra:dag:credit-flush');
+const flushChannel = diagnostics_channel.channel('mocra:module:credit-flush');
 
 /** The unit id of a run's seed (a task without credit). */
 const SEED_ID = 'seed';
@@ -564,11 +564,11 @@ function originOf(p: Record<string, unknown>): { account?: string; platform?: st
 
 function stageOfTopic(topic: unknown): StageName {
   switch (topic) {
-    case 'task':
+    case TOPICS.task:
       return 'task';
-    case 'parser_task':
-      return 'parserTask';
-    case 'response':
+    case TOPICS.followUp:
+      return 'followUp';
+    case TOPICS.response:
       return 'parse';
     default:
       return 'download';

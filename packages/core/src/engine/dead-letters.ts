@@ -24,7 +24,14 @@
  * on disk for the persistent single-node backend, in Redis/NATS/Kafka when distributed.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { type ErrorEvent, type StageName, TOPICS, type TopicName } from '../model/events.js';
+import {
+  checkStageName,
+  type ErrorEvent,
+  type StageName,
+  TOPICS,
+  type TopicName,
+  withCurrentStage,
+} from '../model/events.js';
 import type { DeadLetter, LeaseQueue, PublishMessage } from '../queue/types.js';
 
 /** One dead-lettered piece of work. */
@@ -81,7 +88,7 @@ export interface StageTopics {
   task: LeaseQueue<unknown>;
   download: LeaseQueue<unknown>;
   parse: LeaseQueue<unknown>;
-  parserTask: LeaseQueue<unknown>;
+  followUp: LeaseQueue<unknown>;
   error: LeaseQueue<unknown>;
 }
 
@@ -95,7 +102,7 @@ const STAGE_OF_TOPIC: Readonly<Record<string, StageName>> = {
   [TOPICS.task]: 'task',
   [TOPICS.request]: 'download',
   [TOPICS.response]: 'parse',
-  [TOPICS.parserTask]: 'parserTask',
+  [TOPICS.followUp]: 'followUp',
   [TOPICS.error]: 'error',
 };
 
@@ -212,6 +219,9 @@ export class EngineDeadLetters {
   async *#scan(
     query: DeadLetterQuery,
   ): AsyncGenerator<{ entry: DeadLetterEntry; letter: DeadLetter<unknown>; queue: LeaseQueue<unknown> }> {
+    // A filter on a stage that does not exist would match nothing, silently.
+    const stages = typeof query.stage === 'string' ? [query.stage] : (query.stage ?? []);
+    for (const stage of stages) checkStageName(stage, 'stage filter');
     const wanted =
       query.ids === undefined ? undefined : new Set(query.ids.map(parseId).filter((p) => p !== undefined));
     for (const queue of this.#queues()) {
@@ -241,7 +251,7 @@ export class EngineDeadLetters {
 
   #queues(): LeaseQueue<unknown>[] {
     const t = this.#topics;
-    return [t.error, t.task, t.download, t.parse, t.parserTask];
+    return [t.error, t.task, t.download, t.parse, t.followUp];
   }
 
   #queueOf(topic: string): LeaseQueue<unknown> | undefined {
@@ -252,7 +262,7 @@ export class EngineDeadLetters {
 function toEntry(letter: DeadLetter<unknown>): DeadLetterEntry {
   const id = `${letter.topic}:${letter.id}`;
   if (letter.topic === TOPICS.error && isErrorEvent(letter.payload)) {
-    const event = letter.payload;
+    const event = withCurrentStage(letter.payload);
     return {
       id,
       source: 'policy',

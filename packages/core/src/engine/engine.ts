@@ -13,7 +13,7 @@
  *        │                 parse stage: node.parse ─▶ items ─▶ sink (inline, before the ack)
  *        │                                                              │ follow-ups
  *        │                                                              ▼
- *        └── admit ◀── parserTask stage: requests / generate(target) ◀ [parser_task]   (bounded)
+ *        └── admit ◀── followUp stage: requests / generate(target) ◀── [parser_task]   (bounded)
  *
  *   any stage that fails ─▶ [error] (unbounded) ─▶ error stage: report, then policy:
  *                                                  retry (republish to the origin topic, delayed)
@@ -22,7 +22,7 @@
  *
  * Deadlock freedom (the pipeline is a cycle): a handler only blocks while publishing to a full
  * bounded topic. `request` and `error` are unbounded, so the generate stages (task,
- * parserTask) never block; `parser_task` therefore always drains, so parse never blocks for
+ * followUp) never block; `parser_task` therefore always drains, so parse never blocks for
  * long, so `response` drains, so download progresses. Bounding `request` would close the
  * cycle (download ▶ response ▶ parse ▶ parser_task ▶ generate ▶ request ▶ download) into a
  * possible deadlock — that is why the frontier grows instead (and spills to disk once the
@@ -47,8 +47,11 @@ import { TieredDeduplicator } from '../frontier/dedup/tiered-deduplicator.js';
 import { Frontier, type FrontierOptions, type FrontierStats } from '../frontier/frontier.js';
 import type { MiddlewareManager } from '../middleware/manager.js';
 import {
+  checkStageName,
   type ErrorEvent,
   type FollowUpTask,
+  RENAMED_STAGES,
+  STAGE_NAMES,
   type StageName,
   type TaskEvent,
   TOPICS,
@@ -103,7 +106,7 @@ export interface StageConcurrency {
   /** @default 16 */
   parse?: number;
   /** @default 8 */
-  parserTask?: number;
+  followUp?: number;
   /** @default 4 */
   error?: number;
 }
@@ -120,7 +123,7 @@ export interface EngineTopicOptions {
    * message of 1,000 requests), so the cap is kept low: parse waits instead of the frontier
    * piling up in memory before admission. @default capacity 64
    */
-  parserTask?: TopicOptions;
+  followUp?: TopicOptions;
   error?: Omit<TopicOptions, 'capacity'>;
 }
 
@@ -321,7 +324,6 @@ export interface RunSummary extends Omit<EngineStats, 'state' | 'paused' | 'upti
   errorExamples: Record<string, ErrorExample>;
 }
 
-const STAGES: readonly StageName[] = ['task', 'download', 'parse', 'parserTask', 'error'];
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 export function createEngine(options: EngineOptions = {}): Engine {
@@ -380,6 +382,7 @@ export class Engine {
   readonly #errorDigest = new ErrorDigest();
 
   constructor(options: EngineOptions = {}) {
+    refuseRenamedOptions(options);
     this.#options = options;
     this.runId = options.runId ?? randomUUID();
     this.log = createLogger({
@@ -391,7 +394,7 @@ export class Engine {
       task: positiveInt('stages.task', options.stages?.task, 4),
       download,
       parse: positiveInt('stages.parse', options.stages?.parse, 16),
-      parserTask: positiveInt('stages.parserTask', options.stages?.parserTask, 8),
+      followUp: positiveInt('stages.followUp', options.stages?.followUp, 8),
       error: positiveInt('stages.error', options.stages?.error, 4),
     };
     const persisted = options.persist === undefined ? undefined : persistPaths(options.persist);
@@ -418,7 +421,7 @@ export class Engine {
         capacity: Math.max(64, 2 * download),
         ...t.response,
       }),
-      parserTask: this.#backend.topic<FollowUpTask>(TOPICS.parserTask, { capacity: 64, ...t.parserTask }),
+      followUp: this.#backend.topic<FollowUpTask>(TOPICS.followUp, { capacity: 64, ...t.followUp }),
       error: this.#backend.topic<ErrorEvent>(TOPICS.error, { ...t.error, capacity: UNBOUNDED }),
     };
     this.#downloads = new DownloadRouter({
@@ -440,12 +443,12 @@ export class Engine {
         task: this.#topics.task as LeaseQueue<unknown>,
         download: this.#topics.request as LeaseQueue<unknown>,
         parse: this.#topics.response as LeaseQueue<unknown>,
-        parserTask: this.#topics.parserTask as LeaseQueue<unknown>,
+        followUp: this.#topics.followUp as LeaseQueue<unknown>,
         error: this.#topics.error as LeaseQueue<unknown>,
       },
       pending: async () => {
         let n = 0;
-        for (const stage of STAGES) {
+        for (const stage of STAGE_NAMES) {
           const s = await this.#topicOf(stage).stats();
           n += s.ready + s.inflight;
         }
@@ -590,6 +593,7 @@ export class Engine {
 
   /** Changes a stage's worker count, also while running (a live config reload does this). */
   setConcurrency(stage: StageName, concurrency: number): void {
+    checkStageName(stage);
     const n = positiveInt(`stages.${stage}`, concurrency, concurrency);
     this.#concurrency[stage] = n;
     this.#runners.get(stage)?.setConcurrency(n);
@@ -706,7 +710,7 @@ export class Engine {
     const followUp = work.followUp;
     this.#registry.node(this.#registry.get(followUp.module), followUp.node);
     await this.#publishFromOutside(() =>
-      this.#topics.parserTask.publish([{ payload: followUp, ...keyOf(followUp.account) }]),
+      this.#topics.followUp.publish([{ payload: followUp, ...keyOf(followUp.account) }]),
     );
     this.#modules.onFollowUpsPublished([followUp]);
   }
@@ -759,14 +763,14 @@ export class Engine {
   /** A snapshot for progress bars and dashboards: cheap enough to poll every few hundred ms. */
   async stats(): Promise<EngineStats> {
     const queueStats = await Promise.all(
-      STAGES.map((s) =>
+      STAGE_NAMES.map((s) =>
         this.#topicOf(s)
           .stats()
           .catch(() => undefined),
       ),
     );
     const stages = {} as Record<StageName, StageStats>;
-    STAGES.forEach((stage, i) => {
+    STAGE_NAMES.forEach((stage, i) => {
       const runner = this.#runners.get(stage);
       const q = queueStats[i];
       const r = runner?.stats();
@@ -801,7 +805,7 @@ export class Engine {
     this.#addRunner('task', this.#topics.task, taskStage(env));
     this.#addRunner('download', this.#topics.request, downloadStage(env));
     this.#addRunner('parse', this.#topics.response, parseStage(env));
-    this.#addRunner('parserTask', this.#topics.parserTask, followUpStage(env));
+    this.#addRunner('followUp', this.#topics.followUp, followUpStage(env));
     this.#addRunner('error', this.#topics.error, errorStage(env));
     for (const runner of this.#runners.values()) {
       if (this.#paused) runner.pause();
@@ -865,8 +869,8 @@ export class Engine {
         return this.#topics.request as LeaseQueue<unknown>;
       case 'parse':
         return this.#topics.response as LeaseQueue<unknown>;
-      case 'parserTask':
-        return this.#topics.parserTask as LeaseQueue<unknown>;
+      case 'followUp':
+        return this.#topics.followUp as LeaseQueue<unknown>;
       default:
         return this.#topics.error as LeaseQueue<unknown>;
     }
@@ -953,7 +957,7 @@ export class Engine {
       if (runner.inFlight > 0) return; // a settle is coming, and it re-checks
       started += runner.started;
     }
-    const stats = await Promise.all(STAGES.map((s) => this.#topicOf(s).stats()));
+    const stats = await Promise.all(STAGE_NAMES.map((s) => this.#topicOf(s).stats()));
     // Anything that moved while we read means a settle is coming: that one decides.
     let startedAfter = 0;
     for (const runner of this.#runners.values()) {
@@ -1089,7 +1093,7 @@ export class Engine {
     }
     const stats = await this.stats();
     let pending = 0;
-    for (const stage of STAGES) {
+    for (const stage of STAGE_NAMES) {
       const s = await this.#topicOf(stage)
         .stats()
         .catch(() => undefined);
@@ -1148,6 +1152,22 @@ export class Engine {
 }
 
 // ── helpers ─────────────────────────────────────────────────────────────────────
+
+/**
+ * Per-stage option keys under a stage's former name: such a key would configure nothing, so it
+ * is refused with the key that does its job now.
+ */
+function refuseRenamedOptions(options: EngineOptions): void {
+  for (const group of ['stages', 'topics', 'watchdog'] as const) {
+    const perStage: unknown = options[group];
+    if (typeof perStage !== 'object' || perStage === null) continue;
+    for (const [old, now] of Object.entries(RENAMED_STAGES)) {
+      if (Object.hasOwn(perStage, old)) {
+        throw new InvalidArgumentError(`${group}.${old} was renamed: use ${group}.${now}`);
+      }
+    }
+  }
+}
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;

@@ -35,7 +35,7 @@ export interface WatchdogTimeouts {
   /** parse, data/store middleware and the sink. @default 120000 */
   parse?: number;
   /** generate of follow-up nodes. @default 120000 */
-  parserTask?: number;
+  followUp?: number;
   /** @default 60000 */
   error?: number;
 }
@@ -44,7 +44,7 @@ export const DEFAULT_WATCHDOG_TIMEOUTS: Readonly<Required<WatchdogTimeouts>> = O
   task: 120_000,
   download: 300_000,
   parse: 120_000,
-  parserTask: 120_000,
+  followUp: 120_000,
   error: 60_000,
 });
 

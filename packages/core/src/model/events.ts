@@ -7,36 +7,74 @@
  *  task          TaskEvent     seeding, submit()               task        → generate of entry nodes
  *  request       Request       generate (after admission)      download
  *  response      Response      download                        parse
- *  parser_task   FollowUpTask  parse (cx.follow …)             parserTask  → generate of the target node
+ *  parser_task   FollowUpTask  parse (cx.follow …)             followUp    → generate of the target node
  *  error         ErrorEvent    any stage that failed           error       → policy: retry / dead-letter
  * ```
  *
  * In memory, payloads are passed by reference; a serializing backend round-trips them through
  * `Request.from` / `Response.from` (the engine calls those on every consumed payload).
  */
-import type { MocraError } from '../errors.js';
+import { InvalidArgumentError, type MocraError } from '../errors.js';
 import type { Request, RequestData } from './request.js';
 
+/**
+ * Topic names are on the wire: queues of a running cluster and a persisted run's queue on disk
+ * are named by them, so the follow-up topic keeps the name `parser_task` (also the name mocra
+ * for Rust gives it) while everything in code calls it `followUp`.
+ */
 export const TOPICS = {
   task: 'task',
   request: 'request',
   response: 'response',
-  parserTask: 'parser_task',
+  followUp: 'parser_task',
   error: 'error',
 } as const;
 
 export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
 
 /** The five worker pools of the engine, one per topic. */
-export type StageName = 'task' | 'download' | 'parse' | 'parserTask' | 'error';
+export type StageName = 'task' | 'download' | 'parse' | 'followUp' | 'error';
 
 export const STAGE_TOPICS: Readonly<Record<StageName, TopicName>> = Object.freeze({
   task: TOPICS.task,
   download: TOPICS.request,
   parse: TOPICS.response,
-  parserTask: TOPICS.parserTask,
+  followUp: TOPICS.followUp,
   error: TOPICS.error,
 });
+
+/** The stages in pipeline order. */
+export const STAGE_NAMES: readonly StageName[] = Object.freeze([
+  'task',
+  'download',
+  'parse',
+  'followUp',
+  'error',
+]);
+
+/**
+ * Former stage names and the stage each became. Code that names one (an option, a call, a
+ * filter) is refused with the new name; an error event that carries one was written before the
+ * rename (a persisted run's error topic, a dead letter) and is read as the new stage.
+ */
+export const RENAMED_STAGES: Readonly<Record<string, StageName>> = Object.freeze({ parserTask: 'followUp' });
+
+/** `name` as a stage name; a former name or another string is refused, naming what to use. */
+export function checkStageName(name: string, what = 'stage'): StageName {
+  if ((STAGE_NAMES as readonly string[]).includes(name)) return name as StageName;
+  const now = Object.hasOwn(RENAMED_STAGES, name) ? RENAMED_STAGES[name] : undefined;
+  throw new InvalidArgumentError(
+    now === undefined
+      ? `${what} '${name}' is not a stage (${STAGE_NAMES.join(', ')})`
+      : `${what} '${name}' was renamed: use '${now}'`,
+  );
+}
+
+/** An error event read from a queue, with a former stage name read as the stage it became. */
+export function withCurrentStage(event: ErrorEvent): ErrorEvent {
+  const now = Object.hasOwn(RENAMED_STAGES, event.stage) ? RENAMED_STAGES[event.stage] : undefined;
+  return now === undefined ? event : { ...event, stage: now };
+}
 
 /** Starts a run of a module: its entry nodes' `generate` runs (a spider's `start`). */
 export interface TaskEvent {

@@ -4,7 +4,7 @@
  * ```ts
  * const catalog = defineModule<Book>({
  *   name: 'catalog',
- *   steps: [list, detail, api],          // or dag: dag().edge(list, detail).edge(list, api).build()
+ *   steps: [list, detail, api],          // or graph: graph().edge(list, detail).edge(list, api).build()
  *   cron: every.hours(6),
  * });
  * ```

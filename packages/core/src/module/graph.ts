@@ -1,11 +1,11 @@
 /**
- * A module's nodes as a validated DAG. The edges come from `steps` (a chain), `dag` (a graph)
+ * A module's nodes as a validated DAG. The edges come from `steps` (a chain), `graph` (a graph)
  * or neither (independent nodes routed by name); `@mocra/dag`'s `analyzeGraph` checks them —
  * a cycle, an edge to an unknown node or a duplicate id is an InvalidModuleError naming the
  * module, with the graph error as its cause.
  *
  * ```
- *   steps: [list, detail, api]          dag().edge(list, detail).edge(list, api)
+ *   steps: [list, detail, api]          graph().edge(list, detail).edge(list, api)
  *                                             .edge(detail, merge).edge(api, merge)
  *   list ─▶ detail ─▶ api                        ┌─▶ detail ─┐
  *                                           list ─┤           ├─▶ merge (join)
@@ -17,7 +17,7 @@
  */
 import { analyzeGraph } from '@mocra/dag';
 import { InvalidModuleError } from '../errors.js';
-import type { Module, ModuleDag, ModuleNode, NodeRef } from './types.js';
+import type { Module, ModuleGraphDefinition, ModuleNode, NodeRef } from './types.js';
 
 export interface ModuleGraph<TItem = unknown> {
   readonly nodes: ReadonlyMap<string, ModuleNode<TItem>>;
@@ -31,8 +31,8 @@ export interface ModuleGraph<TItem = unknown> {
   predecessors(id: string): readonly string[];
 }
 
-/** Builds a graph of nodes with `edge(a, b)`; `build()` returns it for a module's `dag`. */
-export class ModuleDagBuilder<TItem = unknown> {
+/** Builds a graph of nodes with `edge(a, b)`; `build()` returns it for a module's `graph`. */
+export class ModuleGraphBuilder<TItem = unknown> {
   readonly #nodes: ModuleNode<TItem>[] = [];
   readonly #edges: [string, string][] = [];
 
@@ -48,7 +48,7 @@ export class ModuleDagBuilder<TItem = unknown> {
     return this;
   }
 
-  build(): ModuleDag<TItem> {
+  build(): ModuleGraphDefinition<TItem> {
     return { nodes: [...this.#nodes], edges: this.#edges.map(([a, b]) => [a, b] as const) };
   }
 
@@ -63,9 +63,9 @@ export class ModuleDagBuilder<TItem = unknown> {
   }
 }
 
-/** Starts a graph of nodes: `dag().edge(list, detail).edge(detail, api).build()`. */
-export function dag<TItem = unknown>(): ModuleDagBuilder<TItem> {
-  return new ModuleDagBuilder<TItem>();
+/** Starts a graph of nodes: `graph().edge(list, detail).edge(detail, api).build()`. */
+export function graph<TItem = unknown>(): ModuleGraphBuilder<TItem> {
+  return new ModuleGraphBuilder<TItem>();
 }
 
 /** Validates a module's nodes and edges. Throws InvalidModuleError. */
@@ -109,13 +109,18 @@ export function compileModuleGraph<TItem>(module: Module<TItem>): ModuleGraph<TI
       throw new InvalidModuleError(name, `step '${ids[0]}' is not a node of the module`);
     }
   }
-  if (module.dag !== undefined) {
-    const graph = module.dag as ModuleDag<TItem>;
-    if (!Array.isArray(graph?.nodes) || !Array.isArray(graph.edges)) {
-      throw new InvalidModuleError(name, 'dag must come from dag()…build() (nodes and edges)');
+  // `dag` names the @mocra/dag executor and its DAG jobs; a module's graph was once set under
+  // that name too. Ignoring it would run the nodes without their edges.
+  if (Object.hasOwn(module, 'dag')) {
+    throw new InvalidModuleError(name, "'dag' was renamed: use 'graph' (graph().edge(a, b)…build())");
+  }
+  if (module.graph !== undefined) {
+    const definition = module.graph as ModuleGraphDefinition<TItem>;
+    if (!Array.isArray(definition?.nodes) || !Array.isArray(definition.edges)) {
+      throw new InvalidModuleError(name, 'graph must come from graph()…build() (nodes and edges)');
     }
-    for (const node of graph.nodes) addNode(node);
-    for (const edge of graph.edges) edges.push([edge[0], edge[1]]);
+    for (const node of definition.nodes) addNode(node);
+    for (const edge of definition.edges) edges.push([edge[0], edge[1]]);
   }
   if (nodes.size === 0) throw new InvalidModuleError(name, 'has no nodes');
 

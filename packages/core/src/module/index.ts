@@ -2,7 +2,7 @@ export type { SubmitTask } from './cron-jobs.js';
 export { scheduleModuleCrons } from './cron-jobs.js';
 export { defineModule } from './define.js';
 export type { ModuleGraph } from './graph.js';
-export { compileModuleGraph, dag, ModuleDagBuilder } from './graph.js';
+export { compileModuleGraph, graph, ModuleGraphBuilder } from './graph.js';
 export type { CollectedFollow, FollowOptions, StartModuleOptions } from './parse-context.js';
 export { ParseContext } from './parse-context.js';
 export type { RegisteredModule } from './registry.js';
@@ -29,7 +29,7 @@ export type {
   GenerateTrigger,
   Module,
   ModuleCron,
-  ModuleDag,
+  ModuleGraphDefinition,
   ModuleNode,
   NodeRef,
   RunEndContext,

@@ -19,7 +19,9 @@
  * The ledger is per process. Work of one run shares its partition key (the account), so on a
  * partitioned queue one consumer sees the whole run and the ledger is complete. The advance gate
  * and the stop flag can also go through a {@link Coordination} backend, so "once per run" and
- * "stopped" hold cluster-wide.
+ * "stopped" hold cluster-wide. Their keys (`<namespace>:dag:gate:…`, `…:dag:stop:…`, and the join
+ * credits' `…:dag:…` keys) keep the `dag` of the names mocra for Rust gave them: they live in the
+ * shared coordination store, where a running cluster reads them.
  */
 import type { Coordination } from '../coordination/types.js';
 import type { ModuleGraph } from './graph.js';

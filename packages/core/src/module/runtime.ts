@@ -57,7 +57,7 @@ export interface ModuleDropMessage {
   module: string;
   node: string | undefined;
   /** Which kind of work: a task, a hand-off, a request, a response, or items' follow-ups. */
-  stage: 'task' | 'follow-up' | 'download' | 'parse';
+  stage: 'task' | 'followUp' | 'download' | 'parse';
   reason: string;
   url?: string;
 }

@@ -2,7 +2,7 @@
  * Modules and nodes: the one shape of work the engine runs. A module has nodes; each node
  * turns a task into requests (`generate`) and a response into output (`parse`: items,
  * follow-ups, a hand-off to the next nodes, a stop). Nodes form a DAG (`steps` for a chain,
- * `dag` for a graph); a `Spider` is compiled into a module with one node, so there is one
+ * `graph` for a graph); a `Spider` is compiled into a module with one node, so there is one
  * engine path.
  *
  * ```
@@ -86,8 +86,8 @@ export interface ModuleNode<TItem = unknown> {
 /** A node, or the id of a node listed in the module's `nodes`. */
 export type NodeRef<TItem = unknown> = ModuleNode<TItem> | string;
 
-/** A graph of nodes: what `dag().edge(a, b)…build()` returns. */
-export interface ModuleDag<TItem = unknown> {
+/** A graph of nodes: what `graph().edge(a, b)…build()` returns. */
+export interface ModuleGraphDefinition<TItem = unknown> {
   readonly nodes: readonly ModuleNode<TItem>[];
   readonly edges: readonly (readonly [from: string, to: string])[];
 }
@@ -141,16 +141,16 @@ export interface Module<TItem = unknown> {
   /** @default 1 */
   readonly version?: number;
   /**
-   * The nodes. With `steps` or `dag` they may be left out (the nodes come from there); nodes
-   * listed here and in `steps`/`dag` are the same nodes.
+   * The nodes. With `steps` or `graph` they may be left out (the nodes come from there); nodes
+   * listed here and in `steps`/`graph` are the same nodes.
    */
   readonly nodes?: readonly ModuleNode<TItem>[];
   /** A linear chain: each node hands on to the next. */
   readonly steps?: readonly NodeRef<TItem>[];
-  /** A graph (see `dag()`): fan-out, fan-in, several entry nodes. */
-  readonly dag?: ModuleDag<TItem>;
+  /** A graph (see `graph()`): fan-out, fan-in, several entry nodes. */
+  readonly graph?: ModuleGraphDefinition<TItem>;
   /**
-   * Node ids a task starts. @default every node without a predecessor when `steps`/`dag` is
+   * Node ids a task starts. @default every node without a predecessor when `steps`/`graph` is
    * given, else the first node
    */
   readonly entry?: readonly string[];

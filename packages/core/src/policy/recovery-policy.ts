@@ -231,7 +231,7 @@ export function policyStage(stage: StageName, kind: FailureKind): PolicyStage {
   if (kind === 'queue') return 'queue';
   switch (stage) {
     case 'task':
-    case 'parserTask':
+    case 'followUp':
       return 'generate';
     case 'parse':
       return 'parse';

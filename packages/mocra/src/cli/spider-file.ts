@@ -1,6 +1,6 @@
 /**
  * Loading what `mocra run <file>` runs: a spider (what `defineSpider()` returns, or a plain
- * definition) or a module (what `defineModule()` returns: `nodes`, `steps` or `dag`).
+ * definition) or a module (what `defineModule()` returns: `nodes`, `steps` or `graph`).
  *
  * The file is the module's default export, else its `spider` or `module` export, else its only
  * export that looks like one of them. TypeScript is compiled on import by tsx. The file may sit
@@ -37,7 +37,10 @@ function looksLikeModule(value: unknown): value is Module<unknown> {
   const v = value as Record<string, unknown>;
   return (
     typeof v.name === 'string' &&
-    (Array.isArray(v.nodes) || Array.isArray(v.steps) || (typeof v.dag === 'object' && v.dag !== null))
+    (Array.isArray(v.nodes) ||
+      Array.isArray(v.steps) ||
+      // `dag` too: it is the graph's former key, and registering the module says so.
+      [v.graph, v.dag].some((g) => typeof g === 'object' && g !== null))
   );
 }
 

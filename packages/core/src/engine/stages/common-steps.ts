@@ -71,7 +71,7 @@ export async function publishJoins(
       if (credit !== undefined) task.credit = credit;
     }
   }
-  await env.topics.parserTask.publish(tasks.map((payload) => ({ payload, ...keyOf(payload.account) })));
+  await env.topics.followUp.publish(tasks.map((payload) => ({ payload, ...keyOf(payload.account) })));
   env.modules.onFollowUpsPublished(tasks);
 }
 

@@ -7,6 +7,7 @@ import {
   type StageName,
   TOPICS,
   type TopicName,
+  withCurrentStage,
 } from '../../model/events.js';
 import { Request } from '../../model/request.js';
 import { Response } from '../../model/response.js';
@@ -26,7 +27,7 @@ interface ErrorWork {
 
 export function errorStage(env: StageEnv) {
   return composeSteps<ErrorEvent, ErrorWork>(
-    (delivery) => ({ event: delivery.payload, delivery }) as ErrorWork,
+    (delivery) => ({ event: withCurrentStage(delivery.payload), delivery }) as ErrorWork,
     [
       function decide(w) {
         try {

@@ -53,7 +53,7 @@ export function followUpStage(env: StageEnv) {
         runId: w.followUp.runId,
         module: w.registered.module.name,
         node: w.node.id,
-        stage: 'follow-up',
+        stage: 'followUp',
         origin: w.followUp,
       })),
       async function requestsOf(w) {
@@ -78,7 +78,7 @@ export function followUpStage(env: StageEnv) {
         return undefined;
       },
       async function admit(w) {
-        const result = await admitAndPublish(env, w.requests, 'parserTask', admissionClaimOf(w.delivery));
+        const result = await admitAndPublish(env, w.requests, 'followUp', admissionClaimOf(w.delivery));
         // Put back: the hand-off is not done yet.
         return result === undefined ? undefined : end(result);
       },

@@ -127,7 +127,7 @@ export function parseStage(env: StageEnv) {
       const { carried, queued } = splitFollowUps(routed.followUps);
       for (const followUp of queued) env.credits?.stamp(delivery, followUp);
       if (queued.length > 0) {
-        await env.topics.parserTask.publish(
+        await env.topics.followUp.publish(
           queued.map((payload) => ({ payload, priority: delivery.priority, ...keyOf(payload.account) })),
         );
         env.modules.onFollowUpsPublished(queued);
@@ -215,7 +215,7 @@ async function admitCarried(
       runId: followUp.runId,
       module: registered.module.name,
       node: node.id,
-      stage: 'follow-up',
+      stage: 'followUp',
     });
     if (joins !== undefined) {
       await publishJoins(env, joins, followUp);

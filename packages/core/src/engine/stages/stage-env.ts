@@ -34,7 +34,7 @@ export interface EngineTopics {
   task: LeaseQueue<TaskEvent>;
   request: LeaseQueue<Request | RequestData>;
   response: LeaseQueue<Response>;
-  parserTask: LeaseQueue<FollowUpTask>;
+  followUp: LeaseQueue<FollowUpTask>;
   error: LeaseQueue<ErrorEvent>;
 }
 
@@ -95,8 +95,8 @@ export function topicByName(topics: EngineTopics, name: TopicName): LeaseQueue<u
       return topics.request as LeaseQueue<unknown>;
     case TOPICS.response:
       return topics.response as LeaseQueue<unknown>;
-    case TOPICS.parserTask:
-      return topics.parserTask as LeaseQueue<unknown>;
+    case TOPICS.followUp:
+      return topics.followUp as LeaseQueue<unknown>;
     default:
       return topics.error as LeaseQueue<unknown>;
   }

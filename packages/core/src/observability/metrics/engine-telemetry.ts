@@ -42,12 +42,12 @@ import { CRAWL_PIPELINE, errorKind, THRESHOLD_DECISION_LABELS } from './families
 import { hostLabel, statusClass } from './label-guard.js';
 import type { BreakerStateLabel, EngineStateLabel, MocraMetrics } from './mocra-metrics.js';
 
-/** Stage names as metric labels (snake_case, like the topics). */
+/** Stage names as metric labels (snake_case, as Prometheus label values are). */
 export const STAGE_LABELS: Readonly<Record<StageName, string>> = {
   task: 'task',
   download: 'download',
   parse: 'parse',
-  parserTask: 'parser_task',
+  followUp: 'follow_up',
   error: 'error',
 };
 
@@ -56,7 +56,7 @@ const OPERATIONS: Readonly<Record<StageName, string>> = {
   task: 'generate',
   download: 'fetch',
   parse: 'parse',
-  parserTask: 'follow',
+  followUp: 'follow',
   error: 'policy',
 };
 

@@ -72,7 +72,7 @@ const BREAKER_VALUE: Readonly<Record<BreakerStateLabel, number>> = { closed: 0, 
 export interface OperationSample {
   /** @default 'crawl' */
   pipeline?: string;
-  /** task, download, parse, parser_task, error, store… */
+  /** task, download, parse, follow_up, error, store… */
   stage: string;
   /** generate, fetch, parse, follow, policy, write… */
   operation: string;
