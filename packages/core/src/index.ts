@@ -487,6 +487,7 @@ export type {
   LinkPlan,
   LinkPlanner,
   LinkScope,
+  LinkView,
   PageInput,
   PlanLinksOptions,
   UrlPattern,

@@ -2,6 +2,7 @@
 // See README.md for every route and docs/fixture-site.md for the exact counts tests can assert.
 
 export { type Book, type Category, catalogBook, catalogBooks, catalogCategories } from './catalog/data.js';
+export { SeededRandom } from './content/random.js';
 export {
   fixtureSitemaps,
   SITEMAP_GZIP_PATH,

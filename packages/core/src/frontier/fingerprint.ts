@@ -60,7 +60,11 @@ export function normalizeUrl(url: string | URL, options: FingerprintOptions = {}
 
 /** Like {@link normalizeUrl}, for a URL already parsed (and checked). Does not modify `parsed`. */
 export function normalizeParsedUrl(parsed: URL, options: FingerprintOptions = {}): string {
-  const href = parsed.href;
+  return normalizeHref(parsed.href, options);
+}
+
+/** Like {@link normalizeUrl}, for the href of a URL already parsed (and checked). */
+export function normalizeHref(href: string, options: FingerprintOptions = {}): string {
   // WHATWG URL already lower-cases scheme and host and drops default ports; the fragment is ours to drop.
   const hashAt = href.indexOf('#');
   let url = hashAt < 0 ? href : href.slice(0, hashAt);
@@ -103,10 +107,21 @@ function paramName(raw: string): string {
  */
 export function requestUrl(request: Request): URL {
   const cached = request[PARSED_URL];
-  if (cached !== undefined && cached.href === request.url) return cached;
+  if (cached !== undefined && typeof cached !== 'string' && cached.href === request.url) return cached;
   const parsed = parseHttpUrl(request.url);
   request[PARSED_URL] = parsed;
   return parsed;
+}
+
+/**
+ * The serialized URL of a request, checked as {@link requestUrl} does; a link resolved without
+ * the URL parser (its href cached as a string) is not parsed at all. Throws InvalidUrlError.
+ */
+export function requestHref(request: Request): string {
+  const cached = request[PARSED_URL];
+  if (cached !== undefined && (typeof cached === 'string' ? cached : cached.href) === request.url)
+    return request.url;
+  return requestUrl(request).href;
 }
 
 /** The fingerprint of a request: method, normalized URL and body (see the module comment). */

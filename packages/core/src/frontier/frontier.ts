@@ -19,7 +19,7 @@ import type { MocraError } from '../errors.js';
 import { PARSED_URL, type Request } from '../model/request.js';
 import { TieredDeduplicator } from './dedup/tiered-deduplicator.js';
 import type { Deduplicator } from './dedup.js';
-import { type FingerprintOptions, fingerprintParts, normalizeParsedUrl, requestUrl } from './fingerprint.js';
+import { type FingerprintOptions, fingerprintParts, normalizeHref, requestHref } from './fingerprint.js';
 import { type DownloadGate, OPEN_GATE } from './gate.js';
 
 export interface FrontierOptions {
@@ -90,14 +90,14 @@ export class Frontier {
     const invalid: AdmissionResult['invalid'] = [];
     for (const request of requests) {
       try {
-        const parsed = requestUrl(request);
+        const href = requestHref(request);
         if (request.depth > this.#maxDepth) {
           this.#stats.overDepth++;
           continue;
         }
         request.fingerprint = fingerprintParts(
           request.method,
-          normalizeParsedUrl(parsed, this.#fingerprint),
+          normalizeHref(href, this.#fingerprint),
           request.body,
         );
         // The parsed URL is not kept while the request waits in the queue: ~250 bytes a request,

@@ -20,7 +20,9 @@ export type RequestBody = string | Uint8Array;
 export type ProxyChoice = boolean | { provider?: string; tier?: number; session?: string };
 
 /**
- * Where the engine caches a request's parsed URL (see `requestUrl` in frontier/fingerprint.ts).
+ * Where the engine caches a request's parsed URL (see `requestUrl` in frontier/fingerprint.ts):
+ * a URL, or a string when only the fact is known that this href is a serialized absolute
+ * http(s) URL (links resolved without the URL parser). Valid while it (its href) equals `url`.
  * A symbol, so it never shows in JSON, spreads or enumerations.
  */
 export const PARSED_URL: unique symbol = Symbol('mocra.parsedUrl');
@@ -101,8 +103,8 @@ export class Request {
   platform: string | undefined;
   /** Names of non-global middleware to run for this request (and the items parsed from it), besides its module's. */
   middleware: string[] | undefined;
-  /** Internal cache; valid while its href equals `url`. */
-  [PARSED_URL]: URL | undefined;
+  /** Internal cache; valid while it (its href) equals `url`. */
+  [PARSED_URL]: URL | string | undefined;
 
   constructor(url: string, init: RequestInit = {}) {
     this.url = url;

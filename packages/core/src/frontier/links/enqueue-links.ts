@@ -9,7 +9,7 @@
  */
 import { applyRequestInit, PARSED_URL, Request } from '../../model/request.js';
 import type { Response } from '../../model/response.js';
-import { type LinkPlan, linkPlannerFor, type PlanLinksOptions } from './plan-links.js';
+import { checkedUrlOf, type LinkPlan, linkPlannerFor, type PlanLinksOptions } from './plan-links.js';
 
 export interface EnqueueLinksOptions extends PlanLinksOptions {
   /** Module whose node parses the responses. @default the current module */
@@ -61,8 +61,8 @@ export function enqueueLinks(cx: LinkSink, options?: EnqueueLinksOptions): Enque
     applyRequestInit(request, target.request);
     if (target.label !== undefined) request.meta.label = target.label;
     request.depth = target.depth;
-    // The planner parsed the URL already; admission reuses it while `url` is unchanged.
-    if (target.parsed !== undefined) request[PARSED_URL] = target.parsed;
+    // The planner resolved the URL already; admission reuses it while `url` is unchanged.
+    request[PARSED_URL] = checkedUrlOf(target);
     cx.follows.push({ request, module: options?.module, node: target.node });
   }
   return { enqueued: plan.targets.length, found: plan.found, title: plan.title, dropped: plan.dropped };

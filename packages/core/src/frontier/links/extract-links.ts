@@ -17,6 +17,7 @@
 import { Parser, Tokenizer } from 'htmlparser2';
 import { InvalidArgumentError } from '../../errors.js';
 import { lazyRequire } from '../../optional-dependency.js';
+import { HrefResolver } from './href-resolver.js';
 import { type ElementView, hasWord, parseStreamSelector, type StreamSelector } from './selector.js';
 
 export interface ExtractLinksOptions {
@@ -36,8 +37,13 @@ export interface ExtractLinksOptions {
 export interface ExtractedLink {
   /** Absolute http(s) URL, fragment removed. */
   url: string;
-  /** `url` parsed (kept so filters do not parse it again). */
-  parsed: URL;
+  /** The URL's hostname (scope checks read it without parsing `url`). */
+  hostname: string;
+  /**
+   * The href resolved by the URL parser, fragment kept. Parsed on first read: the common links
+   * are resolved without it (see `href-resolver.ts`).
+   */
+  readonly parsed: URL;
   /** Element name (`a`, `area`, `link`, …). */
   tag: string;
   /** The `rel` attribute, lower-case, if any. */
@@ -110,27 +116,75 @@ export function extractLinks(html: string, options: ExtractLinksOptions): Extrac
     }
   }
   const links: ExtractedLink[] = [];
+  const resolver = new HrefResolver(base);
   let skipped = 0;
   for (const raw of scan.links) {
-    const parsed = resolveHref(raw.href, base);
-    if (parsed === undefined) {
-      skipped++;
-      continue;
+    const nofollow = raw.rel !== undefined && hasWord(raw.rel, 'nofollow');
+    const h = trimC0(raw.href);
+    const fast = h === '' ? undefined : resolver.resolve(h);
+    let link: Link;
+    if (fast !== undefined) {
+      link = new Link(fast, resolver.hostname, undefined, h, base, raw, nofollow);
+    } else {
+      const parsed = resolveTrimmed(h, base);
+      if (parsed === undefined) {
+        skipped++;
+        continue;
+      }
+      const href = parsed.href;
+      // Not `parsed.hash`: it is '' for an empty fragment, and the href still ends with '#'.
+      const hashAt = href.indexOf('#');
+      link = new Link(
+        hashAt < 0 ? href : href.slice(0, hashAt),
+        parsed.hostname,
+        parsed,
+        h,
+        base,
+        raw,
+        nofollow,
+      );
     }
-    const href = parsed.href;
-    // Not `parsed.hash`: it is '' for an empty fragment, and the href still ends with '#'.
-    const hashAt = href.indexOf('#');
-    const link: ExtractedLink = {
-      url: hashAt < 0 ? href : href.slice(0, hashAt),
-      parsed,
-      tag: raw.tag,
-      rel: raw.rel,
-      nofollow: raw.rel !== undefined && hasWord(raw.rel, 'nofollow'),
-    };
     if (raw.text !== undefined) link.text = raw.text;
     links.push(link);
   }
   return { links, baseUrl: base.href, title: scan.title, nofollowPage: scan.nofollowPage, skipped };
+}
+
+/** An extracted link whose URL object is made only when someone reads it. */
+class Link implements ExtractedLink {
+  readonly url: string;
+  readonly hostname: string;
+  readonly tag: string;
+  readonly rel: string | undefined;
+  readonly nofollow: boolean;
+  declare text?: string;
+  #parsed: URL | undefined;
+  readonly #href: string;
+  readonly #base: URL;
+
+  constructor(
+    url: string,
+    hostname: string,
+    parsed: URL | undefined,
+    href: string,
+    base: URL,
+    raw: RawLink,
+    nofollow: boolean,
+  ) {
+    this.url = url;
+    this.hostname = hostname;
+    this.tag = raw.tag;
+    this.rel = raw.rel;
+    this.nofollow = nofollow;
+    this.#parsed = parsed;
+    this.#href = href;
+    this.#base = base;
+  }
+
+  get parsed(): URL {
+    this.#parsed ??= new URL(this.#href, this.#base);
+    return this.#parsed;
+  }
 }
 
 /**
@@ -140,7 +194,10 @@ export function extractLinks(html: string, options: ExtractLinksOptions): Extrac
  * (`#top`) points into the page itself and is not a link to follow.
  */
 export function resolveHref(href: string, base: URL): URL | undefined {
-  const h = trimC0(href);
+  return resolveTrimmed(trimC0(href), base);
+}
+
+function resolveTrimmed(h: string, base: URL): URL | undefined {
   if (h === '' || h.charCodeAt(0) === 35 /* # */) return undefined;
   // Cheap rejections before the URL parser: schemes that are never crawlable.
   const colon = h.indexOf(':');

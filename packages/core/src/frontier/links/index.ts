@@ -2,7 +2,7 @@ export type { EnqueueLinksOptions, EnqueueLinksResult, LinkSink } from './enqueu
 export { enqueueLinks, isLinkBearing } from './enqueue-links.js';
 export type { ExtractedLink, ExtractedPage, ExtractLinksOptions } from './extract-links.js';
 export { extractLinks, MAX_TEXT_CHARS, resolveHref, TRUNCATED_MARKER } from './extract-links.js';
-export type { LinkFilter, LinkFilterOptions, LinkScope, UrlPattern } from './link-filter.js';
+export type { LinkFilter, LinkFilterOptions, LinkScope, LinkView, UrlPattern } from './link-filter.js';
 export { compileUrlPattern, createLinkFilter, LINK_SCOPES, registrableDomain } from './link-filter.js';
 export type { LinkCandidate, LinkPlan, LinkPlanner, PageInput, PlanLinksOptions } from './plan-links.js';
 export { createLinkPlanner, planLinks } from './plan-links.js';

@@ -42,6 +42,20 @@ export interface LinkFilterOptions {
 export interface LinkFilter {
   readonly scope: LinkScope;
   test(url: URL, reference: URL): boolean;
+  /**
+   * `test` for an extracted link: a scope alone reads the link's `url` and `hostname`, and only
+   * include/exclude patterns read `parsed` (which may parse it).
+   */
+  testLink(link: LinkView, reference: URL): boolean;
+}
+
+/** What `testLink` reads of a link (an `ExtractedLink` is one). */
+export interface LinkView {
+  /** Absolute http(s) URL without its fragment. */
+  readonly url: string;
+  readonly hostname: string;
+  /** The URL parsed, fragment kept: what patterns are tested against. */
+  readonly parsed: URL;
 }
 
 type Matcher = (url: URL) => boolean;
@@ -147,45 +161,49 @@ export function createLinkFilter(options: LinkFilterOptions = {}): LinkFilter {
   const include = toList(options.include).map(compileUrlPattern);
   const exclude = toList(options.exclude).map(compileUrlPattern);
 
-  let inScope: (url: URL, reference: URL) => boolean;
+  // The scope reads a hostname and an href without its fragment: no prefix holds a '#' (they
+  // are normalized without one), so cutting the fragment never changes a prefix test.
+  let inScope: (hostname: string, href: string, reference: URL) => boolean;
   switch (scope) {
     case 'same-host':
-      inScope = (url, ref) => url.hostname === ref.hostname;
+      inScope = (hostname, _href, ref) => hostname === ref.hostname;
       break;
     case 'same-domain':
-      inScope = (url, ref) =>
-        url.hostname === ref.hostname || registrableDomain(url.hostname) === registrableDomain(ref.hostname);
+      inScope = (hostname, _href, ref) =>
+        hostname === ref.hostname || registrableDomain(hostname) === registrableDomain(ref.hostname);
       break;
     case 'prefix':
       inScope =
         prefixes.length > 0
-          ? (url) => {
-              const href = url.href;
+          ? (_hostname, href) => {
               for (const p of prefixes) if (href.startsWith(p)) return true;
               return false;
             }
-          : (url, ref) => url.href.startsWith(defaultPrefix(ref));
+          : (_hostname, href, ref) => href.startsWith(defaultPrefix(ref));
       break;
     case 'any':
       inScope = () => true;
       break;
   }
+  const matches = (url: URL): boolean => {
+    if (include.length > 0) {
+      let ok = false;
+      for (const m of include) {
+        if (m(url)) {
+          ok = true;
+          break;
+        }
+      }
+      if (!ok) return false;
+    }
+    for (const m of exclude) if (m(url)) return false;
+    return true;
+  };
+  const patterns = include.length > 0 || exclude.length > 0;
   return {
     scope,
-    test(url, reference) {
-      if (!inScope(url, reference)) return false;
-      if (include.length > 0) {
-        let ok = false;
-        for (const m of include) {
-          if (m(url)) {
-            ok = true;
-            break;
-          }
-        }
-        if (!ok) return false;
-      }
-      for (const m of exclude) if (m(url)) return false;
-      return true;
-    },
+    test: (url, reference) => inScope(url.hostname, url.href, reference) && matches(url),
+    testLink: (link, reference) =>
+      inScope(link.hostname, link.url, reference) && (!patterns || matches(link.parsed)),
   };
 }

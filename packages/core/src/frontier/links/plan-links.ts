@@ -172,7 +172,7 @@ export function createLinkPlanner(options: PlanLinksOptions = {}): LinkPlanner {
           dropped.nofollow++;
           continue;
         }
-        if (!filter.test(link.parsed, reference)) {
+        if (!filter.testLink(link, reference)) {
           dropped.filtered++;
           continue;
         }
@@ -196,8 +196,7 @@ export function createLinkPlanner(options: PlanLinksOptions = {}): LinkPlanner {
             dropped.transform++;
             continue;
           }
-          if (candidate.parsed !== undefined && candidate.parsed.href !== candidate.url)
-            candidate.parsed = undefined;
+          if (checkedUrlOf(candidate) === undefined) candidate.parsed = undefined;
         }
         if (targets.length >= limit) {
           dropped.limit++;
@@ -212,6 +211,79 @@ export function createLinkPlanner(options: PlanLinksOptions = {}): LinkPlanner {
 
 const NO_FIELDS: RequestInit = Object.freeze({});
 
+/**
+ * A link about to become a request. `parsed` is made on first read (most links are resolved
+ * without the URL parser); until then the engine takes `url` as already checked, which
+ * {@link checkedUrlOf} answers without parsing.
+ */
+class Candidate implements LinkCandidate {
+  url: string;
+  depth: number;
+  tag: string;
+  rel: string | undefined;
+  text: string | undefined;
+  label: string | undefined;
+  node: string | undefined;
+  request: RequestInit;
+  /** The link it came from, while `parsed` has not been read or set. */
+  #link: ExtractedLink | undefined;
+  #parsed: URL | undefined;
+
+  constructor(link: ExtractedLink, depth: number, options: PlanLinksOptions, copy: boolean) {
+    this.url = link.url;
+    this.depth = depth;
+    this.tag = link.tag;
+    this.rel = link.rel;
+    this.text = link.text;
+    this.label = options.label;
+    this.node = options.node;
+    this.request = options.request
+      ? copy
+        ? { ...options.request }
+        : options.request
+      : copy
+        ? {}
+        : NO_FIELDS;
+    this.#link = link;
+    this.#parsed = undefined;
+  }
+
+  get parsed(): URL | undefined {
+    const link = this.#link;
+    if (link !== undefined) {
+      this.#link = undefined;
+      // The link's URL keeps its fragment; it stands for `url` only when it has none.
+      const parsed = link.parsed;
+      this.#parsed = parsed.href === link.url ? parsed : undefined;
+    }
+    return this.#parsed;
+  }
+
+  set parsed(value: URL | undefined) {
+    this.#link = undefined;
+    this.#parsed = value;
+  }
+
+  /** `url`, when it is still the serialized URL the link resolved to. */
+  static checked(candidate: Candidate): string | URL | undefined {
+    const link = candidate.#link;
+    if (link !== undefined) return link.url === candidate.url ? link.url : undefined;
+    const parsed = candidate.#parsed;
+    return parsed !== undefined && parsed.href === candidate.url ? parsed : undefined;
+  }
+}
+
+/**
+ * What the engine may cache as a target's checked URL (the `PARSED_URL` slot of its request):
+ * its `url` as a string when the planner resolved it and nothing changed it since, a URL object
+ * when one was parsed, undefined when `url` must be parsed again.
+ */
+export function checkedUrlOf(target: LinkCandidate): string | URL | undefined {
+  if (target instanceof Candidate) return Candidate.checked(target);
+  const parsed = target.parsed;
+  return parsed !== undefined && parsed.href === target.url ? parsed : undefined;
+}
+
 /** A candidate; its `request` is a copy only when a transform may change it. */
 function toCandidate(
   link: ExtractedLink,
@@ -219,17 +291,7 @@ function toCandidate(
   options: PlanLinksOptions,
   copy: boolean,
 ): LinkCandidate {
-  return {
-    url: link.url,
-    depth,
-    tag: link.tag,
-    rel: link.rel,
-    text: link.text,
-    label: options.label,
-    node: options.node,
-    request: options.request ? (copy ? { ...options.request } : options.request) : copy ? {} : NO_FIELDS,
-    parsed: link.parsed.href === link.url ? link.parsed : undefined,
-  };
+  return new Candidate(link, depth, options, copy);
 }
 
 /**
