@@ -8,7 +8,9 @@
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createNatsQueueBackend, createRedisQueueBackend, TOPICS } from '@mocra/core';
+import { TOPICS } from '@mocra/core';
+import { createNatsQueueBackend } from '@mocra/core/nats';
+import { createRedisQueueBackend } from '@mocra/core/redis';
 import { Parser } from 'htmlparser2';
 import { defineSpider, Mocra } from 'mocra';
 

@@ -13,14 +13,8 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import {
-  createLevelQueueBackend,
-  createMemoryQueueBackend,
-  fingerprintParts,
-  type QueueBackend,
-  Request,
-  TieredDeduplicator,
-} from '@mocra/core';
+import { createMemoryQueueBackend, fingerprintParts, type QueueBackend, Request } from '@mocra/core';
+import { createLevelQueueBackend, TieredDeduplicator } from '@mocra/core/leveldb';
 
 const { values } = parseArgs({
   options: { n: { type: 'string', default: '1000000' }, case: { type: 'string' } },

@@ -2,6 +2,12 @@
  * Public entry of @mocra/core. Each folder names what it exports; this file lists them
  * explicitly (no `export *`) so the public surface is reviewed, not accidental.
  *
+ * The root is what one process crawling over HTTP needs. The optional parts are subpaths, so
+ * that a program loads only the ones it imports: `/redis`, `/nats`, `/kafka` and `/leveldb`
+ * (backends), `/browser` and `/websocket` (downloaders), `/store` (a SQL database), `/cluster`
+ * (many processes, Raft) and `/api` (the control API and dashboard). The URL-based factories
+ * here (`createQueueBackend`, `createCoordination`) load a backend's module on first use.
+ *
  * @module @mocra/core
  */
 
@@ -51,45 +57,6 @@ export type {
   SystemView,
 } from './api/index.js';
 export { startEngineApi } from './api/start.js';
-// The Raft coordination backend and distributed DAG runs on the cluster.
-export type {
-  CoordinationFencingStore,
-  CoordinationFencingStoreOptions,
-  CoordinationIdempotencyStoreOptions,
-  CoordinationRunGuardOptions,
-  CoordinationRunStateStoreOptions,
-  CronOwnership,
-  CronOwnershipOptions,
-  DagJobOptions,
-  DagJobResult,
-  DagJobsAttachOptions,
-  DagJobsOptions,
-  DagReplyMessage,
-  DagTaskMessage,
-  DagWorkerOptions,
-  DagWorkerStats,
-  QueueDagDispatcherOptions,
-  RaftClusterInfoOptions,
-  RemoteErrorInfo,
-} from './cluster/index.js';
-export {
-  clusterInfoOf,
-  createCoordinationFencingStore,
-  createCoordinationIdempotencyStore,
-  createCoordinationRunGuard,
-  createCoordinationRunStateStore,
-  createCronOwnership,
-  createDagJobs,
-  createDagWorker,
-  createQueueDagDispatcher,
-  createRaftClusterInfo,
-  DAG_REPLY_TOPIC_PREFIX,
-  DAG_TASK_TOPIC_PREFIX,
-  DagJobs,
-  DagWorker,
-  dagTaskTopic,
-  QueueDagDispatcher,
-} from './cluster/index.js';
 export type {
   CarriedKey,
   ConfigChange,
@@ -158,11 +125,6 @@ export type {
   LockLease,
   Member,
   PartitionOwnershipOptions,
-  RaftCoordination,
-  RaftCoordinationOptions,
-  RaftUrlOptions,
-  RedisCoordination,
-  RedisCoordinationOptions,
 } from './coordination/index.js';
 export {
   COORDINATION_URL_SCHEMES,
@@ -170,84 +132,20 @@ export {
   createLeaderElection,
   createLocalCoordination,
   createPartitionOwnership,
-  createRaftCoordination,
-  createRedisCoordination,
   FencingGuard,
   LeaderElection,
   LocalCoordination,
   LocalCoordinationStore,
   leaderChannel,
   PartitionOwnership,
-  RaftCoordinationClient,
-  raftConfigFromUrl,
   rendezvousOwner,
 } from './coordination/index.js';
-// Distributed data plane: shared dedup, cluster-wide host budget, seeding and completion.
-export type {
-  ClusterRunOptions,
-  DistributedOptions,
-  ForwardBody,
-  ForwardMessage,
-  MemberActivity,
-  NatsDeduplicatorOptions,
-  PartitionRouterOptions,
-  RedisDeduplicatorOptions,
-  RedisHostBudgetOptions,
-  SeedOutcome,
-} from './distributed/index.js';
-export {
-  accountPartitionKey,
-  ClusterRun,
-  connectDistributed,
-  createClusterRun,
-  createNatsDeduplicator,
-  createRedisDeduplicator,
-  createRedisHostBudget,
-  DistributedRuntime,
-  dedupKeyBytes,
-  forwardChannel,
-  hostPartitionKey,
-  NatsDeduplicator,
-  natsDedupBucket,
-  PartitionRouter,
-  RedisDeduplicator,
-  RedisHostBudget,
-} from './distributed/index.js';
 export type { BlockedDetectionOptions, BlockedDetector } from './downloader/blocked.js';
 export {
   createBlockedDetector,
   DEFAULT_BLOCK_PATTERNS,
   DEFAULT_BLOCK_STATUSES,
 } from './downloader/blocked.js';
-export type {
-  BlockableResource,
-  BrowserContextSettings,
-  BrowserDownloaderOptions,
-  BrowserPagePoolOptions,
-  BrowserPagePoolStats,
-  ChromiumLaunchOptions,
-  PlaywrightPackage,
-  RenderOptions,
-  RenderRequest,
-  RenderResult,
-  ScreenshotOptions,
-  ScrollOptions,
-  WaitUntil,
-} from './downloader/browser/index.js';
-export {
-  BROWSER_META_KEY,
-  BrowserDownloader,
-  BrowserPagePool,
-  BrowserResponse,
-  chromiumPath,
-  createBrowserDownloader,
-  createBrowserPagePool,
-  DEFAULT_BLOCKED_RESOURCES,
-  DEFAULT_CHROMIUM_FLAGS,
-  DEFAULT_CHROMIUM_PATH,
-  launchChromium,
-  parseRenderOptions,
-} from './downloader/browser/index.js';
 export type {
   DownloadRouterOptions,
   DownloadRouterStats,
@@ -282,38 +180,6 @@ export {
   hasHealthCheck,
 } from './downloader/registry.js';
 export type { DownloadContext, DownloadProxy } from './downloader/types.js';
-export type {
-  BackoffOptions,
-  WebSocketCloseCause,
-  WebSocketCloseInfo,
-  WebSocketCloseMessage,
-  WebSocketConnectionOptions,
-  WebSocketConnectionStats,
-  WebSocketConnectOptions,
-  WebSocketDownloaderOptions,
-  WebSocketManagerOptions,
-  WebSocketMessage,
-  WebSocketOpenMessage,
-  WebSocketReconnectMessage,
-  WebSocketReconnectOptions,
-  WebSocketRequestOptions,
-  WebSocketState,
-} from './downloader/websocket/index.js';
-export {
-  backoffDelay,
-  createWebSocketDownloader,
-  createWebSocketManager,
-  defaultShouldReconnect,
-  parseWebSocketRequestOptions,
-  resolveBackoff,
-  WEBSOCKET_CHANNEL_NAMES,
-  WEBSOCKET_META_KEY,
-  WebSocketConnection,
-  WebSocketDownloader,
-  WebSocketManager,
-  websocketChannels,
-  websocketRequest,
-} from './downloader/websocket/index.js';
 export type {
   DeadLetterEntry,
   DeadLetterListOptions,
@@ -445,12 +311,8 @@ export {
   WebSocketOverflowError,
   WorkbookReadError,
 } from './errors.js';
-export type {
-  BloomFilterOptions,
-  TieredDeduplicatorOptions,
-  TieredDeduplicatorStats,
-} from './frontier/dedup/index.js';
-export { createTieredDeduplicator, ScalableBloomFilter, TieredDeduplicator } from './frontier/dedup/index.js';
+export type { BloomFilterOptions } from './frontier/dedup/index.js';
+export { ScalableBloomFilter } from './frontier/dedup/index.js';
 export type {
   AdmissionResult,
   AdmitOptions,
@@ -792,15 +654,8 @@ export type {
   DeadLetterFilter,
   DeadLetterQueue,
   Delivery,
-  KafkaLike,
-  KafkaQueueBackend,
-  KafkaQueueBackendOptions,
-  KafkaTopicNames,
   LeaseQueue,
   MemoryQueueBackendOptions,
-  NatsQueueBackend,
-  NatsQueueBackendOptions,
-  NatsTopicNames,
   PublishMessage,
   QueueBackend,
   QueueBackendKind,
@@ -808,27 +663,19 @@ export type {
   QueueCodecFormat,
   QueueCodecOptions,
   QueueStats,
-  RedisQueueBackend,
-  RedisQueueBackendOptions,
-  RedisTopicKeys,
   TopicOptions,
 } from './queue/index.js';
 export {
   connectionChannel,
-  createKafkaQueueBackend,
   createMemoryQueueBackend,
-  createNatsQueueBackend,
   createQueueBackend,
   createQueueCodec,
-  createRedisQueueBackend,
   DEFAULT_TOPIC_OPTIONS,
   deadLetterChannel,
   MemoryQueueBackend,
   poisonChannel,
   QUEUE_URL_SCHEMES,
 } from './queue/index.js';
-export type { LevelQueueBackendOptions } from './queue/leveldb-queue.js';
-export { createLevelQueueBackend, LevelQueueBackend } from './queue/leveldb-queue.js';
 export { REDACTED_USERINFO, redactUrlCredentials } from './redact.js';
 export type {
   Clock,
@@ -878,30 +725,3 @@ export {
   Session,
   SessionStore,
 } from './session/index.js';
-export type {
-  DbErrorMessage,
-  EngineStoreOptions,
-  ItemStoreMiddleware,
-  ItemStoreMiddlewareOptions,
-  ItemStoreMiddlewareSettings,
-  ItemStoreMiddlewareStats,
-  ModuleSkippedMessage,
-  ResolvedEngineStoreOptions,
-  StoreCronOptions,
-  StoreCronRefresh,
-  StoreLogOptions,
-  StoreLogWriterStats,
-  StoreMiddlewareSelection,
-  StoreModuleConfigProviderOptions,
-  TaskResultOptions,
-  TaskRunKey,
-} from './store/index.js';
-export {
-  createItemStoreMiddleware,
-  DB_CHANNEL_NAMES,
-  EngineStore,
-  resolveEngineStoreOptions,
-  STORE_CRON_PREFIX,
-  StoreModuleConfigProvider,
-  storeOptionsFromConfig,
-} from './store/index.js';

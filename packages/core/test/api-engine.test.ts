@@ -6,11 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createRedisCoordination } from '../src/entries/redis.js';
 import {
   type Coordination,
   createEngine,
   createLogBuffer,
-  createRedisCoordination,
   type DataSink,
   type Engine,
   type EngineApi,

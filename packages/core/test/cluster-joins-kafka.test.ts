@@ -6,15 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import {
-  connectDistributed,
-  createEngine,
-  defineModule,
-  type Engine,
-  graph,
-  Request,
-  type RunSummary,
-} from '../src/index.js';
+import { connectDistributed } from '../src/entries/cluster.js';
+import { createEngine, defineModule, type Engine, graph, Request, type RunSummary } from '../src/index.js';
 import { connectRedis } from '../src/queue/redis-connection.js';
 import { FakeKafkaBroker } from './fake-kafka-broker.js';
 

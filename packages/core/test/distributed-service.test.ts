@@ -6,13 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import {
-  connectDistributed,
-  createEngine,
-  type DistributedOptions,
-  type Module,
-  Request,
-} from '../src/index.js';
+import { connectDistributed, type DistributedOptions } from '../src/entries/cluster.js';
+import { createEngine, type Module, Request } from '../src/index.js';
 import { FakeKafkaBroker } from './fake-kafka-broker.js';
 
 let site: FixtureSite;

@@ -9,11 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { connectDistributed } from '../src/entries/cluster.js';
+import { createRedisDeduplicator } from '../src/entries/redis.js';
 import {
   BackendUnavailableError,
-  connectDistributed,
   createEngine,
-  createRedisDeduplicator,
   type Deduplicator,
   type MarkSeenOptions,
   type Module,

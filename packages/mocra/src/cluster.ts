@@ -14,7 +14,8 @@
  * (the embedded Raft cluster) the run is distributed whatever the queue: unset, `memory://` or
  * `none` make it a partitioned cluster (no queue service; each node on its own queues).
  */
-import { type DistributedOptions, InvalidArgumentError, type MocraConfig } from '@mocra/core';
+import { InvalidArgumentError, type MocraConfig } from '@mocra/core';
+import type { DistributedOptions } from '@mocra/core/cluster';
 
 /** What `.cluster()` sets (besides the queue and coordination URLs). */
 export type ClusterOptions = Omit<DistributedOptions, 'queue' | 'coordination'>;

@@ -7,11 +7,8 @@
 export { ClusterConfig } from '@mocra/cluster';
 export type {
   BreakerSnapshot,
-  BrowserDownloaderOptions,
   CronInput,
   CronTarget,
-  DagJobOptions,
-  DagJobResult,
   DataMiddleware,
   DataSink,
   DeadLetterEntry,
@@ -68,7 +65,6 @@ export type {
   StoreBatch,
   StoreMiddleware,
   WatchdogTimeouts,
-  WebSocketDownloaderOptions,
 } from '@mocra/core';
 export {
   AbortedError,
@@ -77,16 +73,13 @@ export {
   BatchFlushError,
   BlockedResponseError,
   BodyTooLargeError,
-  BrowserResponse,
   CHANNEL_NAMES,
   CircuitOpenError,
   ConnectionError,
   ContentDecodingError,
   CriticalError,
-  createBrowserDownloader,
   createEngine,
   createHttpDownloader,
-  createWebSocketDownloader,
   cron,
   DataFrameSchemaError,
   DataFrameWriteError,
@@ -125,8 +118,12 @@ export {
   TooManyRedirectsError,
   UnknownDownloaderError,
   WorkbookReadError,
-  websocketRequest,
 } from '@mocra/core';
+// The browser and WebSocket downloaders are subpaths of the core; the facade names their
+// factories, so that a spider can `.downloader(createBrowserDownloader())` from one import.
+export type { BrowserDownloaderOptions } from '@mocra/core/browser';
+export { BrowserResponse, createBrowserDownloader } from '@mocra/core/browser';
+export type { DagJobOptions, DagJobResult } from '@mocra/core/cluster';
 // Parsing helpers for scraped text (numbers, dates, case, batches). chrono-node loads on the
 // first parseDate; the DataFrame, workbook and sandbox tools are the subpaths mocra/dataframe,
 // mocra/excel and mocra/sandbox, so that this import loads none of them.
@@ -138,6 +135,8 @@ export type {
   ToNumericOptions,
 } from '@mocra/core/text';
 export { BatchBuffer, keysToCase, parseDate, toCase, toNumeric } from '@mocra/core/text';
+export type { WebSocketDownloaderOptions } from '@mocra/core/websocket';
+export { createWebSocketDownloader, websocketRequest } from '@mocra/core/websocket';
 export type {
   DashboardOptions,
   LoggingOptions,

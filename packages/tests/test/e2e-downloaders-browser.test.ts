@@ -1,6 +1,6 @@
 // The browser downloader end to end through a spider: the fixture's JavaScript-only quotes
 // pages, rendered in the system Chromium, followed page by page through the rendered pager.
-import { createBrowserDownloader } from '@mocra/core';
+import { createBrowserDownloader } from '@mocra/core/browser';
 import { createProxyPool } from '@mocra/proxy';
 import { type FixtureSite, quoteList, startFixtureSite } from '@mocra/testkit';
 import { defineSpider, Mocra } from 'mocra';

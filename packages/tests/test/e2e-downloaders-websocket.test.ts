@@ -1,7 +1,8 @@
 // The WebSocket downloader end to end through spiders, against the fixture site's WebSocket
 // endpoints: every inbound message becomes a response through the normal parse path.
 
-import { createWebSocketDownloader, type ItemMeta, websocketRequest } from '@mocra/core';
+import type { ItemMeta } from '@mocra/core';
+import { createWebSocketDownloader, websocketRequest } from '@mocra/core/websocket';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { defineSpider, Mocra } from 'mocra';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

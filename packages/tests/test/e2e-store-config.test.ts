@@ -4,7 +4,8 @@
 // relation's config); tasks whose account × platform cannot run, and modules that select an
 // unknown middleware, are reported with typed errors and failed task_result rows — not crashed on.
 import diagnostics_channel from 'node:diagnostics_channel';
-import { DB_CHANNEL_NAMES, type ErrorEvent, type ModuleSkippedMessage } from '@mocra/core';
+import type { ErrorEvent } from '@mocra/core';
+import { DB_CHANNEL_NAMES, type ModuleSkippedMessage } from '@mocra/core/store';
 import type { JsonValue } from '@mocra/store';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { type DataMiddleware, type DownloadMiddleware, defineModule, Mocra, Request } from 'mocra';

@@ -4,7 +4,8 @@
 // item store and a store middleware that fails once after the items were written are selected
 // by relation rows (their order by the rows' weights), and the items land in the database
 // exactly once despite the forced redelivery. task_result and log rows show the runs.
-import { createItemStoreMiddleware, type ItemMeta, type StoreMiddleware } from '@mocra/core';
+import type { ItemMeta, StoreMiddleware } from '@mocra/core';
+import { createItemStoreMiddleware } from '@mocra/core/store';
 import type { StoreRepository } from '@mocra/store';
 import { type ApiQuotesPage, type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import { Mocra } from 'mocra';

@@ -3,12 +3,8 @@
 // of every context fires exactly once between them, always on the node that owns the context's
 // key; a context's config can change or switch off its schedule; a change in the database is
 // picked up by the refresh (the change token moved), and each firing leaves a task_result row.
-import {
-  createLocalCoordination,
-  LocalCoordinationStore,
-  rendezvousOwner,
-  type StoreCronRefresh,
-} from '@mocra/core';
+import { createLocalCoordination, LocalCoordinationStore, rendezvousOwner } from '@mocra/core';
+import type { StoreCronRefresh } from '@mocra/core/store';
 import { cron, defineModule, type Engine, ManualClock, Mocra } from 'mocra';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { openTestDatabase, type TestDatabase } from './e2e-store-harness.js';

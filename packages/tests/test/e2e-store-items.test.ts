@@ -4,12 +4,8 @@
 // and every item still lands exactly once; a database without tables fails the start with a
 // typed error that says to migrate.
 import diagnostics_channel from 'node:diagnostics_channel';
-import {
-  createItemStoreMiddleware,
-  DB_CHANNEL_NAMES,
-  type DownloadMiddleware,
-  type ErrorEvent,
-} from '@mocra/core';
+import type { DownloadMiddleware, ErrorEvent } from '@mocra/core';
+import { createItemStoreMiddleware, DB_CHANNEL_NAMES } from '@mocra/core/store';
 import { createStore } from '@mocra/store';
 import { type FixtureSite, startFixtureSite } from '@mocra/testkit';
 import Database from 'better-sqlite3';

@@ -5,9 +5,8 @@
  */
 import { InvalidBackendUrlError } from '../errors.js';
 import { createLocalCoordination, type LocalCoordinationOptions } from './local-coordination.js';
-import { createRaftCoordination, type RaftCoordinationOptions } from './raft-coordination.js';
-import { raftConfigFromUrl } from './raft-url.js';
-import { createRedisCoordination, type RedisCoordinationOptions } from './redis-coordination.js';
+import type { RaftCoordinationOptions } from './raft-coordination.js';
+import type { RedisCoordinationOptions } from './redis-coordination.js';
 import type { Coordination } from './types.js';
 
 export interface CreateCoordinationOptions {
@@ -49,16 +48,23 @@ export async function createCoordination(
         throw new InvalidBackendUrlError(text, 'local:// takes no host or path');
       return createLocalCoordination({ ...options.local, ...common });
     case 'redis':
-    case 'rediss':
+    case 'rediss': {
       if (rest === '' || rest.startsWith('/')) throw new InvalidBackendUrlError(text, 'no host');
+      // The remote backends' modules load on first use, so that a local run never loads them.
+      const { createRedisCoordination } = await import('./redis-coordination.js');
       return createRedisCoordination({
         ...options.redis,
         ...common,
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
         url: text,
       });
+    }
     case 'raft': {
       // The URL's node id names the Raft node; the coordination member id defaults to it.
+      const [{ raftConfigFromUrl }, { createRaftCoordination }] = await Promise.all([
+        import('./raft-url.js'),
+        import('./raft-coordination.js'),
+      ]);
       const config = raftConfigFromUrl(text, options.nodeId === undefined ? {} : { nodeId: options.nodeId });
       return createRaftCoordination({
         ...options.raft,

@@ -1,3 +1,5 @@
+// The Raft and Redis backends are listed by their subpath entries (src/entries/), not here:
+// the root imports this file, and would load their code with it.
 export type { CreateCoordinationOptions } from './create-coordination.js';
 export { COORDINATION_URL_SCHEMES, createCoordination } from './create-coordination.js';
 export { FencingGuard } from './fencing.js';
@@ -7,10 +9,4 @@ export type { LocalCoordinationOptions } from './local-coordination.js';
 export { createLocalCoordination, LocalCoordination, LocalCoordinationStore } from './local-coordination.js';
 export type { PartitionOwnershipOptions } from './partitions.js';
 export { createPartitionOwnership, PartitionOwnership, rendezvousOwner } from './partitions.js';
-export type { RaftCoordination, RaftCoordinationOptions } from './raft-coordination.js';
-export { createRaftCoordination, RaftCoordinationClient } from './raft-coordination.js';
-export type { RaftUrlOptions } from './raft-url.js';
-export { raftConfigFromUrl } from './raft-url.js';
-export type { RedisCoordination, RedisCoordinationOptions } from './redis-coordination.js';
-export { createRedisCoordination } from './redis-coordination.js';
 export type { Coordination, CoordinationKind, LockLease, Member } from './types.js';

@@ -1,15 +1,3 @@
-export type { NatsDeduplicatorOptions } from '../frontier/dedup/nats-deduplicator.js';
-export {
-  createNatsDeduplicator,
-  NatsDeduplicator,
-  natsDedupBucket,
-} from '../frontier/dedup/nats-deduplicator.js';
-export type { RedisDeduplicatorOptions } from '../frontier/dedup/redis-deduplicator.js';
-export {
-  createRedisDeduplicator,
-  dedupKeyBytes,
-  RedisDeduplicator,
-} from '../frontier/dedup/redis-deduplicator.js';
 export type { ClusterRunOptions, MemberActivity, SeedOutcome } from './cluster-run.js';
 export { ClusterRun, createClusterRun } from './cluster-run.js';
 export type { DistributedOptions } from './distributed-runtime.js';

@@ -10,10 +10,10 @@
  */
 import { InvalidBackendUrlError } from '../errors.js';
 import type { QueueCodecOptions } from './codec.js';
-import { createKafkaQueueBackend, type KafkaQueueBackendOptions } from './kafka-queue.js';
+import type { KafkaQueueBackendOptions } from './kafka-queue.js';
 import { createMemoryQueueBackend } from './memory-queue.js';
-import { createNatsQueueBackend, type NatsQueueBackendOptions } from './nats-queue.js';
-import { createRedisQueueBackend, type RedisQueueBackendOptions } from './redis-queue.js';
+import type { NatsQueueBackendOptions } from './nats-queue.js';
+import type { RedisQueueBackendOptions } from './redis-queue.js';
 import type { QueueBackend, TopicOptions } from './types.js';
 
 type Common = 'namespace' | 'topicDefaults' | 'codec' | 'maxPayloadBytes' | 'pollMs';
@@ -39,7 +39,11 @@ export interface CreateQueueBackendOptions {
 
 export const QUEUE_URL_SCHEMES = ['memory', 'redis', 'rediss', 'nats', 'kafka'] as const;
 
-/** Create (and connect) the queue backend a URL names. Bad URLs throw InvalidBackendUrlError. */
+/**
+ * Create (and connect) the queue backend a URL names. Bad URLs throw InvalidBackendUrlError.
+ * A remote backend's module is imported here, on first use, so that a program on `memory://`
+ * never loads the Redis, NATS or Kafka code (they are the subpaths `@mocra/core/redis` …).
+ */
 export async function createQueueBackend(
   url: string,
   options: CreateQueueBackendOptions = {},
@@ -71,7 +75,11 @@ export async function createQueueBackend(
     case 'redis':
     case 'rediss':
       if (rest === '' || rest.startsWith('/')) throw new InvalidBackendUrlError(text, 'no host');
-      return createRedisQueueBackend({ ...options.redis, ...remote, url: text });
+      return (await import('./redis-queue.js')).createRedisQueueBackend({
+        ...options.redis,
+        ...remote,
+        url: text,
+      });
     case 'nats': {
       const servers = text.split(',').map((s) => s.trim());
       for (const s of servers) {
@@ -79,7 +87,11 @@ export async function createQueueBackend(
           throw new InvalidBackendUrlError(text, `'${s}' is not nats://host:port`);
         }
       }
-      return createNatsQueueBackend({ ...options.nats, ...remote, servers });
+      return (await import('./nats-queue.js')).createNatsQueueBackend({
+        ...options.nats,
+        ...remote,
+        servers,
+      });
     }
     case 'kafka': {
       const brokers = rest
@@ -89,7 +101,11 @@ export async function createQueueBackend(
       for (const b of brokers) {
         if (!/^[\w.-]+:\d{1,5}$/.test(b)) throw new InvalidBackendUrlError(text, `'${b}' is not host:port`);
       }
-      return createKafkaQueueBackend({ ...options.kafka, ...remote, brokers });
+      return (await import('./kafka-queue.js')).createKafkaQueueBackend({
+        ...options.kafka,
+        ...remote,
+        brokers,
+      });
     }
     default:
       throw new InvalidBackendUrlError(text, `unknown scheme '${scheme}:'; expected one of ${schemes()}`);

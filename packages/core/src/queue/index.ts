@@ -1,3 +1,5 @@
+// The Redis, NATS, Kafka and LevelDB backends are listed by their subpath entries
+// (src/entries/), not here: the root imports this file, and would load their code with it.
 export type { ConnectionEvent, DeadLetterEvent } from './channels.js';
 export { connectionChannel, deadLetterChannel, poisonChannel } from './channels.js';
 export type { QueueCodec, QueueCodecFormat, QueueCodecOptions } from './codec.js';
@@ -7,20 +9,8 @@ export { createQueueBackend, QUEUE_URL_SCHEMES } from './create-queue-backend.js
 export { Fifo } from './fifo.js';
 export { hash32, partitionOf } from './hash.js';
 export { MinHeap } from './heap.js';
-export type {
-  KafkaAdminLike,
-  KafkaConsumerLike,
-  KafkaLike,
-  KafkaProducerLike,
-} from './kafka-client.js';
-export type { KafkaQueueBackend, KafkaQueueBackendOptions, KafkaTopicNames } from './kafka-queue.js';
-export { createKafkaQueueBackend } from './kafka-queue.js';
 export type { MemoryQueueBackendOptions } from './memory-queue.js';
 export { createMemoryQueueBackend, MemoryQueueBackend } from './memory-queue.js';
-export type { NatsQueueBackend, NatsQueueBackendOptions, NatsTopicNames } from './nats-queue.js';
-export { createNatsQueueBackend } from './nats-queue.js';
-export type { RedisQueueBackend, RedisQueueBackendOptions, RedisTopicKeys } from './redis-queue.js';
-export { createRedisQueueBackend } from './redis-queue.js';
 export type {
   ConsumeOptions,
   DeadLetter,

@@ -1,3 +1,9 @@
+/**
+ * The engine's use of a @mocra/store database: items, task results, logs, module config and
+ * cron definitions kept in SQL.
+ *
+ * @module @mocra/core/store
+ */
 export type { DbErrorMessage, ModuleSkippedMessage } from './channels.js';
 export { DB_CHANNEL_NAMES } from './channels.js';
 export { EngineStore } from './engine-store.js';

@@ -1,3 +1,9 @@
+/**
+ * The browser downloader: pages rendered in Chromium through playwright-core (which loads when
+ * the first browser launches), its page pool and render options.
+ *
+ * @module @mocra/core/browser
+ */
 export type { BrowserDownloaderOptions } from './browser-downloader.js';
 export {
   BROWSER_META_KEY,

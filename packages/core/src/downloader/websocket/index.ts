@@ -1,3 +1,9 @@
+/**
+ * The WebSocket downloader: long-lived connections with reconnect and backoff, their manager and
+ * diagnostics channels.
+ *
+ * @module @mocra/core/websocket
+ */
 export type { BackoffOptions } from './backoff.js';
 export { backoffDelay, resolveBackoff } from './backoff.js';
 export type {
