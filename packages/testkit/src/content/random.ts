@@ -42,7 +42,7 @@ export function pick(hash: number, n: number): number {
 
 /**
  * A small sequential generator (mulberry32) for the few things built once per seed, such as the
- * pool of filler paragraphs. Per-item content uses {@link hash32} instead.
+ * pool of filler paragraphs. Per-item content uses `hash32` instead.
  */
 export class SeededRandom {
   #state: number;
