@@ -1,7 +1,7 @@
 /**
  * One worker of bench/cluster-joins.ts: a module whose entry node fans out UNITS requests per
  * run into a join. The cluster's seeded run submits RUNS runs. Prints one JSON line: its join
- * firings, and its join-credit writes per run (from `mocra:module:credit-flush`).
+ * firings, and its join-credit writes per run and what made them (from `mocra:module:credit-flush`).
  *
  *   BASE=<origin> RUNS=20 UNITS=1000 MOCRA_QUEUE=redis://… MOCRA_NAME=… node … cluster-joins-worker.ts
  */
@@ -14,11 +14,14 @@ const runs = Number(env.RUNS ?? 20);
 const units = Number(env.UNITS ?? 1000);
 
 const writesByRun: Record<string, number> = {};
+const triggers: Record<string, number> = {};
 let flushes = 0;
 diagnostics_channel.subscribe('mocra:module:credit-flush', (message) => {
-  const m = message as { runId: string; wrote: boolean };
+  const m = message as { runId: string; wrote: boolean; trigger: string };
   flushes++;
-  if (m.wrote) writesByRun[m.runId] = (writesByRun[m.runId] ?? 0) + 1;
+  if (!m.wrote) return;
+  writesByRun[m.runId] = (writesByRun[m.runId] ?? 0) + 1;
+  triggers[m.trigger] = (triggers[m.trigger] ?? 0) + 1;
 });
 
 const fired: string[] = [];
@@ -66,5 +69,5 @@ const summary = await Mocra.builder()
   .logging({ level: 'warn' })
   .run();
 process.stdout.write(
-  `${JSON.stringify({ reason: summary.reason, pages: summary.pages, startedAt, endedAt: Date.now(), flushes, writesByRun, fired })}\n`,
+  `${JSON.stringify({ reason: summary.reason, pages: summary.pages, startedAt, endedAt: Date.now(), flushes, writesByRun, triggers, fired })}\n`,
 );

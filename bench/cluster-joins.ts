@@ -29,6 +29,7 @@ interface Result {
   endedAt: number;
   flushes: number;
   writesByRun: Record<string, number>;
+  triggers: Record<string, number>;
   fired: string[];
 }
 
@@ -74,6 +75,7 @@ try {
         median: sorted[Math.floor(sorted.length / 2)],
         max: sorted.at(-1),
       },
+      writesByTrigger: results.map((r) => r.triggers),
       reasons: results.map((r) => r.reason),
     }),
   );

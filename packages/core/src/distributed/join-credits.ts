@@ -7,8 +7,9 @@
  * run's credit (distributed/credit.ts): a unit splits what it holds among the children it
  * publishes and, when done, hands the rest to this process's accumulator for the run. Nothing
  * goes to coordination per unit: the accumulator writes its sum once the process has gone
- * quiet for that run (no unit of it running here for `quietMs`), or holds too much, or has held
- * it too long. The unit's message is acked only after that write (its settle is held, its slot
+ * quiet for that run (no unit of it running here for a while: 100 ms at first, longer each time
+ * the run comes back after such a write, up to 2 s), or holds too many finished units, or has
+ * held one too long. The unit's message is acked only after that write (its settle is held, its slot
  * is not), so a crash before the write redelivers the unit and its credit comes back again;
  * the write names the units it covers, so a unit counted before its ack was lost is not
  * counted twice.
@@ -48,7 +49,15 @@ export interface CreditFlushMessage {
   completed: boolean;
   conflicts: number;
   nodeId: string;
+  /** What made this process write now. */
+  trigger: FlushTrigger;
 }
+
+/**
+ * Why a batch was written: the run went quiet here, a task of it was done, this process held
+ * too many finished units, an ack waited too long, shutdown, or a failed write tried again.
+ */
+export type FlushTrigger = 'quiet' | 'task' | 'full' | 'held' | 'close' | 'retry';
 
 const flushChannel = diagnostics_channel.channel('mocra:module:credit-flush');
 
@@ -69,13 +78,22 @@ export interface JoinCreditsOptions {
     origin: { account?: string; platform?: string },
   ): Promise<void>;
   log: Logger;
-  /** A run is quiet in this process once no unit of it ran here for this long. @default 100 */
+  /**
+   * A run is quiet in this process once no unit of it ran here for this long. It is where the
+   * wait starts: each time a run that was written as quiet comes back to this process (more of
+   * its units arrive), its wait here is four times longer, up to `maxQuietMs`. @default 100
+   */
   quietMs?: number;
-  /** Units accumulated for one run before it is written anyway. @default 2000 */
-  maxBatch?: number;
+  /** The longest a run's quiet wait grows to. @default 2000 */
+  maxQuietMs?: number;
+  /**
+   * Finished units this process holds unwritten, over all runs, before the run holding the most
+   * is written anyway: it bounds the held acks and what a crash makes run again. @default 5000
+   */
+  maxHeld?: number;
   /**
    * Longest a unit's ack waits for its credit to be written (its lease is extended meanwhile):
-   * a run busy here for longer is written about once per this long. @default 10000
+   * a run busy here for longer is written about once per this long. @default 20000
    */
   maxHoldMs?: number;
   /** @default 86400000 (a day) */
@@ -94,13 +112,25 @@ interface Accumulator {
   waiters: { resolve: () => void; reject: (err: unknown) => void }[];
   heldSince: number;
   timer: NodeJS.Timeout | undefined;
+  trigger: FlushTrigger;
+  /** A task's unit waits in `pending`: written at once (see {@link JoinCredits.wrap}). */
+  urgent: boolean;
   flushing: Promise<void> | undefined;
   failures: number;
 }
 
 /** What the unit being handled holds, per module, and how many children it gave credit to. */
 interface UnitScope {
-  readonly units: Map<string, { credit: UnitCredit; children: number; accumulator: Accumulator }>;
+  readonly units: Map<
+    string,
+    {
+      runId: string;
+      credit: UnitCredit;
+      children: number;
+      /** Undefined in a run's last phase: no join waits for it, so its credit is not written. */
+      accumulator: Accumulator | undefined;
+    }
+  >;
   continued: boolean;
   /** Closed by the handler itself ({@link JoinCredits.done}). */
   closed: boolean;
@@ -111,10 +141,19 @@ export class JoinCredits {
   readonly #store: CreditStore;
   readonly #namespace: string;
   readonly #quietMs: number;
-  readonly #maxBatch: number;
+  readonly #maxQuietMs: number;
+  readonly #maxHeld: number;
   readonly #maxHoldMs: number;
   readonly #ttlMs: number;
   readonly #accumulators = new Map<string, Accumulator>();
+  /**
+   * How long each run waits here before it counts as quiet, kept across its accumulators (one
+   * ends with each write): `wrote` is set by a quiet write, and a unit arriving after it makes
+   * the wait longer.
+   */
+  readonly #pace = new Map<string, { quietMs: number; wrote: boolean }>();
+  /** Finished units waiting in `pending` of every accumulator (not yet being written). */
+  #pending = 0;
   readonly #scopes = new WeakMap<object, UnitScope>();
   readonly #waves = new Map<string, readonly (readonly string[])[]>();
   readonly #warned = new Set<string>();
@@ -125,8 +164,9 @@ export class JoinCredits {
     this.#options = options;
     this.#namespace = options.namespace ?? 'mocra';
     this.#quietMs = Math.max(0, options.quietMs ?? 100);
-    this.#maxBatch = Math.max(1, options.maxBatch ?? 2000);
-    this.#maxHoldMs = Math.max(1, options.maxHoldMs ?? 10_000);
+    this.#maxQuietMs = Math.max(this.#quietMs, options.maxQuietMs ?? 2000);
+    this.#maxHeld = Math.max(1, options.maxHeld ?? 5000);
+    this.#maxHoldMs = Math.max(1, options.maxHoldMs ?? 20_000);
     this.#ttlMs = options.ttlMs ?? 86_400_000;
     this.#store = new CreditStore({ coordination: options.coordination, ttlMs: this.#ttlMs });
   }
@@ -179,7 +219,9 @@ export class JoinCredits {
         this.#close(scope, false);
         return result;
       }
-      return { settleAfter: this.#close(scope, true), hold: true };
+      // A task's ack is not held for a batch: a task that runs again (its lease lapsed while
+      // held) makes every request it started run again, so its credit is written at once.
+      return { settleAfter: this.#close(scope, true, stage === 'task'), hold: true };
     };
   }
 
@@ -222,7 +264,8 @@ export class JoinCredits {
     for (const child of children) {
       const credit = parseCredit(child.credit);
       if (credit === undefined || child.runId === undefined || child.module === undefined) continue;
-      this.#accumulator(child.runId, child.module, credit.phase, {}).pending.set(credit.id, credit.exp);
+      if (this.#lastPhase(child.module, credit.phase)) continue;
+      this.#hold(this.#accumulator(child.runId, child.module, credit.phase, {}), credit.id, credit.exp);
     }
   }
 
@@ -258,9 +301,9 @@ export class JoinCredits {
   async #claimSeed(delivery: Delivery<unknown>, scope: UnitScope): Promise<boolean> {
     const coordination = this.#options.coordination;
     const copies: string[] = [];
-    for (const [module, { credit, accumulator }] of scope.units) {
+    for (const [module, { runId, credit }] of scope.units) {
       if (credit.id !== SEED_ID) continue;
-      const key = `${this.#namespace}:dag:seed:${accumulator.runId}:${module}`;
+      const key = `${this.#namespace}:dag:seed:${runId}:${module}`;
       if (await coordination.compareAndSet(key, undefined, delivery.id, { ttlMs: this.#ttlMs })) continue;
       if ((await coordination.get(key)) !== delivery.id) copies.push(module);
     }
@@ -279,7 +322,7 @@ export class JoinCredits {
   /** Writes everything accumulated now (on shutdown), and stops taking more. */
   async close(): Promise<void> {
     this.#closed = true; // from now on every finished unit is written at once
-    for (const acc of this.#accumulators.values()) if (acc.pending.size > 0) this.#flushSoon(acc, 0);
+    for (const acc of this.#accumulators.values()) if (acc.pending.size > 0) this.#flushSoon(acc, 0, 'close');
     await new Promise((resolve) => setImmediate(resolve));
     await Promise.allSettled([...this.#accumulators.values()].map((acc) => acc.flushing));
   }
@@ -289,10 +332,17 @@ export class JoinCredits {
     if (held.length === 0) return undefined;
     const scope: UnitScope = { units: new Map(), continued: false, closed: false };
     for (const { runId, module, credit, origin } of held) {
-      const accumulator = this.#accumulator(runId, module, credit.phase, origin);
-      accumulator.running++;
-      this.#cancelQuiet(accumulator);
-      scope.units.set(module, { credit, children: 0, accumulator });
+      // A unit of the last phase still stamps its children (they belong to the run), but what
+      // it holds is never written: nothing fires when that phase ends, and its ack is not held.
+      const accumulator = this.#lastPhase(module, credit.phase)
+        ? undefined
+        : this.#accumulator(runId, module, credit.phase, origin);
+      if (accumulator !== undefined) {
+        accumulator.running++;
+        this.#cameBack(accumulator.key);
+        this.#cancelQuiet(accumulator);
+      }
+      scope.units.set(module, { runId, credit, children: 0, accumulator });
     }
     this.#scopes.set(delivery, scope);
     return scope;
@@ -333,14 +383,16 @@ export class JoinCredits {
   }
 
   /** Ends a unit: done (its credit accumulated; resolves once written) or not done here. */
-  #close(scope: UnitScope, done: boolean): Promise<void> {
+  #close(scope: UnitScope, done: boolean, urgent = false): Promise<void> {
     if (scope.closed) return Promise.resolve();
     scope.closed = true;
     const written: Promise<void>[] = [];
     for (const { credit, children, accumulator } of scope.units.values()) {
+      if (accumulator === undefined) continue;
       accumulator.running--;
       if (done) {
-        accumulator.pending.set(credit.id, credit.exp + children);
+        this.#hold(accumulator, credit.id, credit.exp + children);
+        if (urgent) accumulator.urgent = true;
         written.push(
           new Promise<void>((resolve, reject) => {
             accumulator.waiters.push({ resolve, reject });
@@ -384,6 +436,8 @@ export class JoinCredits {
         waiters: [],
         heldSince: 0,
         timer: undefined,
+        trigger: 'quiet',
+        urgent: false,
         flushing: undefined,
         failures: 0,
       };
@@ -394,33 +448,92 @@ export class JoinCredits {
     return acc;
   }
 
+  /** A finished unit's credit waits to be written. */
+  #hold(acc: Accumulator, id: string, exp: number): void {
+    if (!acc.pending.has(id)) this.#pending++;
+    acc.pending.set(id, exp);
+  }
+
+  /** How long a run waits here before it counts as quiet. */
+  #quietFor(key: string): number {
+    return this.#pace.get(key)?.quietMs ?? this.#quietMs;
+  }
+
+  /**
+   * A unit of a run arrives here: if the run was last written because it had gone quiet, that
+   * wait was too short for how this run's work reaches this process (a queue shared by many
+   * runs brings each in bursts), so it waits longer before the next quiet write.
+   */
+  #cameBack(key: string): void {
+    const pace = this.#pace.get(key);
+    if (pace === undefined || !pace.wrote) return;
+    pace.wrote = false;
+    pace.quietMs = Math.min(this.#maxQuietMs, pace.quietMs * 4);
+  }
+
+  #wroteQuiet(key: string): void {
+    let pace = this.#pace.get(key);
+    if (pace === undefined) {
+      // Bounded: the oldest runs' pace goes first (they start again at quietMs if they come back).
+      if (this.#pace.size >= 10_000) this.#pace.delete(this.#pace.keys().next().value!);
+      pace = { quietMs: this.#quietMs, wrote: false };
+      this.#pace.set(key, pace);
+    }
+    pace.wrote = true;
+  }
+
   #cancelQuiet(acc: Accumulator): void {
-    // A flush already due for holding too much or too long stays due.
-    if (acc.timer !== undefined && acc.pending.size < this.#maxBatch && !this.#heldTooLong(acc)) {
+    // A write already due for holding too much or too long stays due.
+    if (acc.timer !== undefined && acc.trigger === 'quiet') {
       clearTimeout(acc.timer);
       acc.timer = undefined;
     }
   }
 
-  #heldTooLong(acc: Accumulator): boolean {
-    return acc.pending.size > 0 && Date.now() - acc.heldSince >= this.#maxHoldMs;
-  }
-
-  /** Arms the write: when quiet, when the batch is full, or when the oldest held ack waited long enough. */
+  /**
+   * Arms the write: when the run is quiet here, when the oldest held ack waited long enough, or
+   * at once when this process holds too many finished units (then the run holding most goes).
+   */
   #schedule(acc: Accumulator): void {
     if (acc.pending.size === 0) {
       if (acc.running === 0 && acc.waiters.length === 0 && acc.flushing === undefined) this.#forget(acc);
       return;
     }
     if (acc.heldSince === 0) acc.heldSince = Date.now();
+    if (this.#closed) {
+      this.#flushSoon(acc, 0, 'close');
+      return;
+    }
+    if (acc.urgent) {
+      this.#flushSoon(acc, 0, 'task');
+      return;
+    }
+    // The fullest may be another run: this one is still armed below.
+    if (this.#pending >= this.#maxHeld) this.#writeFullest();
+    if (acc.pending.size === 0) return;
     const untilTooLong = Math.max(0, acc.heldSince + this.#maxHoldMs - Date.now());
-    if (acc.pending.size >= this.#maxBatch || this.#closed) this.#flushSoon(acc, 0);
-    else if (acc.running === 0) this.#flushSoon(acc, Math.min(this.#quietMs, untilTooLong));
-    else if (acc.timer === undefined) this.#flushSoon(acc, untilTooLong);
+    const quiet = this.#quietFor(acc.key);
+    if (acc.running === 0 && quiet < untilTooLong) this.#flushSoon(acc, quiet, 'quiet');
+    else if (acc.timer === undefined || acc.trigger === 'quiet') this.#flushSoon(acc, untilTooLong, 'held');
   }
 
-  #flushSoon(acc: Accumulator, delayMs: number): void {
+  /** Starts writing the run (not already being written) that holds most here. */
+  #writeFullest(): void {
+    let fullest: Accumulator | undefined;
+    for (const acc of this.#accumulators.values()) {
+      if (acc.flushing !== undefined || acc.pending.size === 0) continue;
+      if (fullest === undefined || acc.pending.size > fullest.pending.size) fullest = acc;
+    }
+    if (fullest === undefined) return;
+    if (fullest.timer !== undefined) clearTimeout(fullest.timer);
+    fullest.timer = undefined;
+    fullest.trigger = 'full';
+    void this.#flush(fullest);
+  }
+
+  #flushSoon(acc: Accumulator, delayMs: number, trigger: FlushTrigger): void {
     if (acc.timer !== undefined) clearTimeout(acc.timer);
+    acc.trigger = trigger;
     acc.timer = setTimeout(() => {
       acc.timer = undefined;
       void this.#flush(acc);
@@ -441,6 +554,9 @@ export class JoinCredits {
     acc.pending = new Map();
     acc.waiters = [];
     acc.heldSince = 0;
+    acc.urgent = false;
+    this.#pending -= pending.size;
+    if (acc.trigger === 'quiet') this.#wroteQuiet(acc.key);
     acc.flushing = this.#write(acc, pending).then(
       () => {
         acc.failures = 0;
@@ -450,7 +566,7 @@ export class JoinCredits {
         acc.failures++;
         // Put back and tried again; after a few failures in a row the held acks are given up
         // (nacked: the units run again and bring their credit back).
-        for (const [id, exp] of pending) if (!acc.pending.has(id)) acc.pending.set(id, exp);
+        for (const [id, exp] of pending) this.#hold(acc, id, exp);
         if (acc.failures >= 5) {
           this.#options.log.error(
             { err, key: acc.key },
@@ -469,8 +585,8 @@ export class JoinCredits {
     } finally {
       acc.flushing = undefined;
     }
-    if (acc.pending.size > 0) this.#flushSoon(acc, acc.failures > 0 ? 200 * acc.failures : this.#quietMs);
-    else if (acc.running === 0 && acc.waiters.length === 0) this.#forget(acc);
+    if (acc.failures > 0 && acc.pending.size > 0) this.#flushSoon(acc, 200 * acc.failures, 'retry');
+    else this.#schedule(acc);
   }
 
   async #write(acc: Accumulator, units: ReadonlyMap<string, number>): Promise<void> {
@@ -489,8 +605,10 @@ export class JoinCredits {
         completed: result.completed,
         conflicts: result.conflicts,
         nodeId: this.#options.coordination.nodeId,
+        trigger: acc.trigger,
       } satisfies CreditFlushMessage);
     }
+    if (result.whole) this.#pace.delete(acc.key); // the phase is done: no more of its units come
     // Fired by the completing write; a write that finds the phase already whole is a redelivery
     // after a crash, maybe of the writer before it published: publish again (the gate dedups).
     if (result.whole) await this.#fire(acc);
@@ -511,6 +629,12 @@ export class JoinCredits {
     }));
     this.#stats.fired += joins.length;
     await this.#options.fire(joins, acc.origin);
+  }
+
+  /** Whether no join fires when this phase of the module's runs is done. */
+  #lastPhase(module: string, phase: number): boolean {
+    const graph = this.#options.graphOf(module);
+    return graph === undefined || phase >= this.#wavesOf(module, graph).length;
   }
 
   #wavesOf(module: string, graph: ModuleGraph): readonly (readonly string[])[] {

@@ -143,6 +143,7 @@ async function runScenario(s: Scenario): Promise<void> {
   }
 }
 
+const UNITS = Number(process.env.DJ_UNITS ?? 1_000);
 const same = (env: Record<string, string>) => [env, env, env];
 
 test(
@@ -151,24 +152,19 @@ test(
     runScenario({
       label: 'redis',
       runs: Number(process.env.DJ_RUNS ?? 50),
-      units: Number(process.env.DJ_UNITS ?? 1_000),
+      units: UNITS,
       envs: same({ MOCRA_QUEUE: REDIS_URL }),
     }),
   BOUND_MS + 30_000,
 );
 
-// NATS and Raft run 200 units per run by default: 50 × 1,000 did not end within the bound on a
-// loaded two-core machine (Redis does it in about three minutes there). DJ_UNITS=1000 runs the
-// full size. On Raft every credit write is a log entry carrying the run's covered unit ids.
-const SMALLER_UNITS = Number(process.env.DJ_UNITS ?? 200);
-
 test(
-  'NATS JetStream queue, Redis coordination: 50 runs × 200 units, one join firing per run',
+  'NATS JetStream queue, Redis coordination: 50 runs × 1,000 units, one join firing per run',
   () =>
     runScenario({
       label: 'nats',
       runs: Number(process.env.DJ_RUNS ?? 50),
-      units: SMALLER_UNITS,
+      units: UNITS,
       envs: same({ MOCRA_QUEUE: NATS_URL, MOCRA_COORDINATION: REDIS_URL }),
     }),
   BOUND_MS + 30_000,
@@ -186,14 +182,14 @@ async function raftEnvs(dir: string): Promise<Record<string, string>[]> {
 }
 
 test(
-  'Raft coordination over a Redis queue: 50 runs × 200 units, one join firing per run',
+  'Raft coordination over a Redis queue: 50 runs × 1,000 units, one join firing per run',
   async () => {
     const dir = tempDir('dag-joins-raft');
     try {
       await runScenario({
         label: 'raft',
         runs: Number(process.env.DJ_RUNS ?? 50),
-        units: SMALLER_UNITS,
+        units: UNITS,
         envs: await raftEnvs(dir),
       });
     } finally {
@@ -203,9 +199,9 @@ test(
   BOUND_MS + 30_000,
 );
 
-// With a kill: fewer, smaller runs (the survivors wait out the dead worker's leases).
-const KILL_RUNS = Number(process.env.DJ_KILL_RUNS ?? 20);
-const KILL_UNITS = Number(process.env.DJ_KILL_UNITS ?? 500);
+// With a kill: the same 50 runs × 1,000 units (the survivors wait out the dead worker's leases).
+const KILL_RUNS = Number(process.env.DJ_KILL_RUNS ?? 50);
+const KILL_UNITS = Number(process.env.DJ_KILL_UNITS ?? 1_000);
 
 test(
   'Redis queue: a worker SIGKILLed mid-run; every join still fires exactly once, after its last unit',

@@ -132,7 +132,7 @@ export function downloadStage(env: StageEnv) {
       countResponse(env, request, response);
       return undefined;
     },
-    function handToParse({ delivery, response }) {
+    function handToParse({ delivery, request, response }) {
       const parseHere = env.parseHere;
       if (parseHere !== undefined) {
         // Parsed here when the parse stage has a free slot: no broker round trip, the body never
@@ -146,7 +146,11 @@ export function downloadStage(env: StageEnv) {
           headers: parseClaimHeaders(delivery),
           putBackHeaders: parseClaimHeaders(delivery, true),
         });
-        if (parseHere(local)) return end({ settleAfter: local.settled });
+        // A join module's parse holds its ack until its credit is written in a batch: the
+        // request waits for that too, and must not count as a busy download slot meanwhile
+        // (the credit writer bounds how many wait and for how long).
+        const hold = env.credits?.tracks(request.module) === true;
+        if (parseHere(local)) return end({ settleAfter: local.settled, ...(hold ? { hold } : {}) });
       }
       return publishResponse(env, delivery, response, parseClaimHeaders(delivery)).then(() => DONE);
     },
