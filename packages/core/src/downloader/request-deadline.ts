@@ -57,7 +57,8 @@ export class RequestDeadline {
   /** What undici calls: only 'abort' is ever dispatched. A listener runs at most once. */
   addEventListener(type: string, listener: Listener): void {
     if (type !== 'abort' || this.#aborted) return;
-    (this.#listeners ??= []).push(listener);
+    this.#listeners ??= [];
+    this.#listeners.push(listener);
   }
 
   removeEventListener(type: string, listener: Listener): void {
