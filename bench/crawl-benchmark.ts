@@ -5,6 +5,7 @@
  *   pnpm build   # the tools run on the built packages
  *   node --import tsx bench/crawl-benchmark.ts [--concurrency 16] [--rounds 1]
  *        [--only a,b,memory] [--tools raw,mocra,mocra-cli,crawlee] [--small 50000] [--large 5000]
+ *        [--bin-before <other checkout>/packages/mocra/dist/cli.js --tools raw,mocra-bin-before,mocra-bin]
  *
  * Workloads (the fixture site's link graph, in its own process through the testkit's
  * `mocra-fixture-site` bin):
@@ -49,6 +50,8 @@ const { values } = parseArgs({
     'fast-large': { type: 'string', default: '2000' },
     'memory-pages': { type: 'string', default: '1000000' },
     'timeout-min': { type: 'string', default: '30' },
+    /** Another build's `packages/mocra/dist/cli.js`, run as the tool `mocra-bin-before` (an A/B in one run). */
+    'bin-before': { type: 'string' },
   },
 });
 const concurrency = Number(values.concurrency);
@@ -152,6 +155,10 @@ async function runTool(
 ): Promise<Run> {
   await site.reset();
   if (tool === 'mocra-bin') return runBin(site, start, stopAfter);
+  if (tool === 'mocra-bin-before') {
+    if (values['bin-before'] === undefined) throw new Error('mocra-bin-before needs --bin-before <cli.js>');
+    return runBin(site, start, stopAfter, path.resolve(values['bin-before']), tool);
+  }
   const args = [...nodeFlags, toolsScript, tool, start, String(concurrency)];
   if (stopAfter !== undefined) args.push(String(stopAfter));
   const child = await runChild(process.execPath, args, timeoutMs);
@@ -180,19 +187,18 @@ function failed(tool: string, child: Awaited<ReturnType<typeof runChild>>): Run 
 }
 
 /** The real `mocra crawl` process, as a user runs it, timed by /usr/bin/time. */
-async function runBin(site: Site, start: string, stopAfter?: number): Promise<Run> {
+async function runBin(
+  site: Site,
+  start: string,
+  stopAfter?: number,
+  cli = path.join(root, 'packages/mocra/dist/cli.js'),
+  tool = 'mocra-bin',
+): Promise<Run> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mocra-bench-bin-'));
   const out = path.join(dir, 'records.jsonl');
   const timing = path.join(dir, 'time.txt');
   const c = String(concurrency);
-  const args = [
-    '-f',
-    '%e %U %S %M',
-    '-o',
-    timing,
-    process.execPath,
-    path.join(root, 'packages/mocra/dist/cli.js'),
-  ];
+  const args = ['-f', '%e %U %S %M', '-o', timing, process.execPath, cli];
   args.push(
     'crawl',
     start,
@@ -209,7 +215,7 @@ async function runBin(site: Site, start: string, stopAfter?: number): Promise<Ru
   if (stopAfter !== undefined) args.push('--max-pages', String(stopAfter));
   try {
     const child = await runChild('/usr/bin/time', args, timeoutMs);
-    if (child.code !== 0) return failed('mocra-bin', child);
+    if (child.code !== 0) return failed(tool, child);
     const [elapsed = 0, user = 0, sys = 0, maxKb = 0] = readFileSync(timing, 'utf8')
       .trim()
       .split('\n')
@@ -218,7 +224,7 @@ async function runBin(site: Site, start: string, stopAfter?: number): Promise<Ru
       .map(Number);
     const pages = readFileSync(out, 'utf8').split('\n').filter(Boolean).length;
     return {
-      tool: 'mocra-bin',
+      tool,
       pages,
       queued: 0,
       wallMs: elapsed * 1000,
@@ -250,7 +256,7 @@ async function throughput(name: string, site: Site, start: string, pages: number
 async function memory(pages: number): Promise<void> {
   const start = `${base}/graph/${pages}/1000/0/0`;
   results.memory = { runs: [] };
-  for (const tool of tools.filter((t) => t !== 'raw' && t !== 'mocra-bin')) {
+  for (const tool of tools.filter((t) => t !== 'raw' && !t.startsWith('mocra-bin'))) {
     const run = await runTool(tool, fixtureSite, start, 1001);
     results.memory.runs.push(run);
     console.error(`memory: ${JSON.stringify(run)}`);

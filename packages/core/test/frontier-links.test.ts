@@ -109,6 +109,63 @@ describe('extractLinks', () => {
     expect(page.links.map((l) => l.text)).toEqual(['Fish & Chips', '', 'C']);
   });
 
+  test("character references: the default scan decodes what htmlparser2's parser decodes", () => {
+    // The default scan tokenizes without decoding and decodes the strings it keeps afterwards;
+    // a selector other than the default runs htmlparser2's Parser, which decodes as it reads.
+    // On generated pages full of references (named, numeric, without ';', before '=' in an
+    // attribute, in titles, link text, raw-text elements), the two must agree.
+    const refs = [
+      '&amp;',
+      '&amp',
+      '&amp=',
+      '&ampx',
+      '&lt;',
+      '&#47;',
+      '&#x2F;',
+      '&#0;',
+      '&nbsp;',
+      '&notin;',
+      '&not',
+      '&copy=',
+      '&bogus;',
+      '&',
+      '&#xZZ;',
+      '&#128512;',
+    ];
+    const words = ['a', 'b c', '?q=1', '/x', 'é', '=', ' '];
+    let seed = 7;
+    const pick = <T>(list: readonly T[]): T => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return list[seed % list.length]!;
+    };
+    const piece = () => {
+      let out = '';
+      for (let i = 0; i < 4; i++) out += pick([pick(refs), pick(words)]);
+      return out;
+    };
+    const attr = (value: string) =>
+      pick([`"${value}"`, `'${value}'`, value.replace(/[\s'"=<>`]/g, '') || 'v']);
+    for (let page = 0; page < 300; page++) {
+      let html = `<title>${piece()}<b>${piece()}</title>`;
+      for (let k = 0; k < 6; k++) {
+        const inner = pick([
+          piece(),
+          `<script>${piece()}</script>${piece()}`,
+          `<span>${piece()}</span>`,
+          `<style>${piece()}</style>`,
+        ]);
+        html += `<a class=x href=${attr(`/p${k}?${piece()}`)} rel=${attr(piece())}>${inner}</a> ${piece()}`;
+      }
+      const scan = (selector?: string) => {
+        const out = extractLinks(html, { pageUrl: PAGE, withText: true, ...(selector ? { selector } : {}) });
+        return { title: out.title, links: out.links.map((l) => [l.url, l.rel, l.text]) };
+      };
+      expect(scan(), html).toEqual(
+        scan('a[href], area[href], link[rel~=next][href], link[rel~=prev][href] '),
+      );
+    }
+  });
+
   test('selectors: the streaming subset and the DOM fallback select the same links', () => {
     const html = `<ul class="links main"><li><a href="/1">1</a></li><li class="next"><a href="/2">2</a></li></ul>
       <div class="other"><a href="/3" rel="next">3</a><span><a href="/books/4">4</a></span></div>`;

@@ -34,9 +34,9 @@ import {
   TooManyRedirectsError,
 } from '../errors.js';
 import { parseHttpUrl, requestUrl } from '../frontier/fingerprint.js';
-import { Deadline } from '../model/deadline.js';
 import type { Request } from '../model/request.js';
 import { type RedirectHop, Response } from '../model/response.js';
+import { RequestDeadline } from './request-deadline.js';
 import type { DownloadContext, Downloader } from './types.js';
 import { DEFAULT_USER_AGENT } from './version.js';
 
@@ -153,7 +153,7 @@ export class HttpDownloader implements Downloader {
   async download(request: Request, outer: AbortSignal, context?: DownloadContext): Promise<Response> {
     // A request allowed a longer idle wait than the deadline is not cut short by it.
     const ms = Math.max(this.#requestTimeoutMs, request.timeoutMs ?? 0);
-    const deadline = new Deadline(outer, ms, () => new TimeoutError(request.url, 'request', ms));
+    const deadline = new RequestDeadline(outer, ms, () => new TimeoutError(request.url, 'request', ms));
     try {
       return await this.#download(request, deadline, context);
     } catch (err) {
@@ -165,8 +165,8 @@ export class HttpDownloader implements Downloader {
     }
   }
 
-  async #download(request: Request, deadline: Deadline, context?: DownloadContext): Promise<Response> {
-    const signal = deadline.signal;
+  async #download(request: Request, deadline: RequestDeadline, context?: DownloadContext): Promise<Response> {
+    const signal = deadline;
     const started = performance.now();
     // Every hop of a redirect chain goes through the same proxy.
     const dispatcher = context?.proxy?.dispatcher ?? this.#dispatcher;
@@ -256,7 +256,7 @@ export class HttpDownloader implements Downloader {
     headers: Record<string, string>,
     body: string | Uint8Array | undefined,
     request: Request,
-    signal: AbortSignal,
+    signal: RequestDeadline,
   ): Promise<Dispatcher.ResponseData> {
     const timeout = request.timeoutMs;
     try {
@@ -268,7 +268,7 @@ export class HttpDownloader implements Downloader {
         // it is given, so a proxied request gets its own copy.
         headers: dispatcher === this.#dispatcher ? headers : { ...headers },
         body: body ?? null,
-        signal,
+        signal: signal.asSignal(),
         headersTimeout: timeout ?? this.#headersTimeoutMs,
         bodyTimeout: timeout ?? this.#bodyTimeoutMs,
       });
@@ -277,7 +277,11 @@ export class HttpDownloader implements Downloader {
     }
   }
 
-  #readBody(res: Dispatcher.ResponseData, url: string, signal: AbortSignal): Promise<Buffer> {
+  #readBody(
+    res: Dispatcher.ResponseData,
+    url: string,
+    signal: { readonly aborted: boolean },
+  ): Promise<Buffer> {
     const limit = this.#maxBodyBytes;
     const source = res.body;
     const encodings = this.#decompress ? parseEncodings(res.headers['content-encoding']) : [];
@@ -374,7 +378,7 @@ export class HttpDownloader implements Downloader {
     err: unknown,
     url: string,
     phase: ConnectionPhase,
-    signal: AbortSignal,
+    signal: { readonly aborted: boolean },
     requestTimeout: number | undefined,
   ): MocraError {
     if (isMocraError(err)) return err;

@@ -95,8 +95,11 @@ export async function crawlCommand(
   });
   const builder = Mocra.builder();
   const { robots, fetch } = configureBuilder(builder, flags);
+  // The page is acknowledged once its record is with the OS (the batch's write).
   builder.spider(spider, (record) => {
-    writer?.write(record.url, record);
+    if (writer === undefined) return undefined;
+    writer.write(record.url, record);
+    return writer.flushed();
   });
   // A URL given up on is a record too, with its error code.
   const onError = (event: ErrorEvent, decision: PolicyDecision) => {
@@ -116,6 +119,8 @@ export async function crawlCommand(
       fetchMs: null,
       error: event.code,
     } satisfies PageRecord);
+    // Nothing waits for this record before the failure is settled: it is written now.
+    writer?.flush();
   };
   const open = (): Output => {
     if (file === undefined) {

@@ -129,3 +129,46 @@ test('without a persist directory the file is replaced and a key is written once
   file.close();
   expect(lines(out)).toEqual(['{"v":1}']);
 });
+
+describe('lines written in batches', () => {
+  test('a batch is in the file and the ledger once flushed() settles, with each line where it ends', async () => {
+    const { out, persist } = paths('jsonl');
+    const file = new OutputFile(out, { persist });
+    // Multi-byte characters: a ledger entry's end is a byte offset, not a string length.
+    file.write('a', { v: 'é' });
+    file.write('b', { v: '→→' });
+    const flushed = file.flushed();
+    expect(flushed).toBeInstanceOf(Promise);
+    await flushed;
+    expect(file.flushed()).toBeUndefined();
+    // Killed here: the file is left as it is (no close), and a line of an unacknowledged page after it.
+    appendFileSync(out, '{"v":"c"}\n');
+    const resumed = new OutputFile(out, { persist });
+    expect(resumed.resumed).toBe(2);
+    expect(lines(out)).toEqual(['{"v":"é"}', '{"v":"→→"}']);
+    resumed.write('c', { v: 'c' });
+    resumed.close();
+    file.close();
+    expect(lines(out)).toEqual(['{"v":"é"}', '{"v":"→→"}', '{"v":"c"}']);
+  });
+
+  test('flush() writes the waiting lines at once', () => {
+    const { out } = paths('jsonl');
+    const file = new OutputFile(out);
+    file.write('a', { v: 1 });
+    file.write('b', { v: 2 });
+    file.flush();
+    expect(lines(out)).toEqual(['{"v":1}', '{"v":2}']);
+    file.close();
+  });
+
+  test('a batch larger than the limit is written without waiting for the turn to end', () => {
+    const { out } = paths('jsonl');
+    const file = new OutputFile(out);
+    const big = 'x'.repeat(700_000);
+    file.write('a', { v: big });
+    file.write('b', { v: big });
+    expect(lines(out)).toHaveLength(2);
+    file.close();
+  });
+});

@@ -2,8 +2,12 @@
  * Where `mocra crawl` writes its page records and `mocra run` its items: one per line, as JSON
  * Lines or CSV (chosen by the file's extension), to a file or to standard output (`-`).
  *
- * Every line is handed to the OS with one synchronous write before the parse that produced it
- * is acknowledged, so a crawl killed even with SIGKILL keeps every line it wrote.
+ * Every line is handed to the OS before the parse that produced it is acknowledged, so a crawl
+ * killed even with SIGKILL keeps every line of every page it acknowledged. Lines are written in
+ * batches: the lines of one turn of the event loop go to the OS in one synchronous write (then
+ * their ledger entries in one more), and {@link OutputFile.flushed} is what a parse awaits before
+ * its page is acknowledged. A write per line cost a system call per page; a batch costs one per
+ * turn, and a page still is not acknowledged before its lines are in the file.
  *
  * Exactly once across a resume (`--persist`). A kill can land after a line was written and
  * before its page was acknowledged: the resumed run parses that page again and writes the same
@@ -60,6 +64,22 @@ interface LedgerEntry {
   columns?: string[];
 }
 
+/** Lines waiting for their write, and the parses waiting for them. */
+interface Batch {
+  text: string;
+  /** One per line, in order: what the line's ledger entry says (its `end` filled in on write). */
+  entries: LedgerEntry[];
+  /** The lines' UTF-8 lengths, kept only with a ledger (it records where each line ends). */
+  bytes: number[];
+  keys: string[];
+  settled: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Past this many characters a batch is written at once, without waiting for the turn to end. */
+const BATCH_CHARS = 1 << 20;
+
 export class OutputFile {
   /** The path as given (`-` for standard output). */
   readonly file: string;
@@ -71,6 +91,7 @@ export class OutputFile {
   readonly #fixedColumns: { fields: readonly string[]; header: readonly string[] } | undefined;
   #columns: string[] | undefined;
   #end = 0;
+  #batch: Batch | undefined;
   #written = 0;
   #resumed = 0;
   #closed = false;
@@ -143,10 +164,14 @@ export class OutputFile {
     return this.#resumed;
   }
 
-  /** Write one record or item under its key; false when the file already has that key. */
+  /**
+   * Write one record or item under its key; false when the file already has that key. The line
+   * is with the OS once {@link flushed} resolves (or after {@link flush} or {@link close}).
+   */
   write(key: string, value: unknown): boolean {
     if (this.#closed || this.#keys.has(key)) return false;
     this.#keys.add(key);
+    this.#written++;
     if (this.#frame) {
       this.#frame.write(value);
       if (this.#ledger !== undefined) {
@@ -168,28 +193,111 @@ export class OutputFile {
       });
       this.#append(`${line.join(',')}\n`, { key });
     }
-    this.#written++;
     return true;
+  }
+
+  /**
+   * Settles once every line written so far is with the OS (rejects if its write failed, and the
+   * lines' keys may then be written again); undefined when nothing is waiting.
+   */
+  flushed(): Promise<void> | undefined {
+    return this.#batch?.settled;
+  }
+
+  /** Hand every waiting line to the OS now. Throws what the write threw. */
+  flush(): void {
+    const batch = this.#batch;
+    if (batch === undefined) return;
+    this.#batch = undefined;
+    try {
+      this.#writeBatch(batch);
+    } catch (err) {
+      // Not in the file: a parse that runs again may write these keys again.
+      for (const key of batch.keys) this.#keys.delete(key);
+      this.#written -= batch.keys.length;
+      batch.reject(err);
+      throw err;
+    }
+    batch.resolve();
   }
 
   close(): void {
     if (this.#closed) return;
+    try {
+      this.flush();
+    } finally {
+      this.#closeFiles();
+    }
+  }
+
+  #closeFiles(): void {
     this.#closed = true;
     this.#frame?.close();
     if (this.#fd >= 0 && this.#fd !== 1) fs.closeSync(this.#fd);
     if (this.#ledger !== undefined) fs.closeSync(this.#ledger);
   }
 
-  /** The line, then its ledger entry (the order the module comment relies on). */
+  /** Add a line to the waiting batch (written at the end of this turn of the event loop). */
   #append(text: string, entry: LedgerEntry): void {
-    // The string goes to the OS as it is (no Buffer per line); the count it returns is in bytes.
-    if (this.#fd === 1) fs.writeSync(1, text);
-    else this.#end += fs.writeSync(this.#fd, text, this.#end);
-    if (this.#ledger !== undefined) {
-      const end = this.#fd === 1 ? null : this.#end;
-      fs.writeSync(this.#ledger, `${JSON.stringify({ end, ...entry })}\n`);
+    let batch = this.#batch;
+    if (batch === undefined) {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const settled = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      // A failed write is reported to the parses that await it; nobody awaiting is no crash.
+      settled.catch(() => {});
+      batch = { text: '', entries: [], bytes: [], keys: [], settled, resolve, reject };
+      this.#batch = batch;
+      setImmediate(() => {
+        if (this.#batch !== batch) return;
+        try {
+          this.flush();
+        } catch {
+          // rejected the batch's promise: the parses that wait for it fail and are not acknowledged
+        }
+      });
     }
+    batch.text += text;
+    if (entry.key !== undefined) batch.keys.push(entry.key);
+    if (this.#ledger !== undefined) {
+      batch.entries.push(entry);
+      batch.bytes.push(Buffer.byteLength(text));
+    }
+    if (batch.text.length >= BATCH_CHARS) this.flush();
   }
+
+  /** The lines, then their ledger entries (the order the module comment relies on). */
+  #writeBatch(batch: Batch): void {
+    // The string goes to the OS as it is (no Buffer); the count it returns is in bytes.
+    const start = this.#end;
+    if (this.#fd === 1) writeAll(1, batch.text, null);
+    else this.#end += writeAll(this.#fd, batch.text, this.#end);
+    if (this.#ledger === undefined) return;
+    let end = start;
+    let entries = '';
+    for (let i = 0; i < batch.entries.length; i++) {
+      end += batch.bytes[i]!;
+      entries += `${JSON.stringify({ end: this.#fd === 1 ? null : end, ...batch.entries[i] })}\n`;
+    }
+    writeAll(this.#ledger, entries, null);
+  }
+}
+
+/** One write of `text` at `position` (null: the file's offset); the bytes written. */
+function writeAll(fd: number, text: string, position: number | null): number {
+  const written = fs.writeSync(fd, text, position);
+  const bytes = Buffer.byteLength(text);
+  if (written === bytes) return written;
+  // A short write (a full pipe, a signal): the rest, as bytes from where it stopped.
+  const buffer = Buffer.from(text);
+  let done = written;
+  while (done < bytes) {
+    done += fs.writeSync(fd, buffer, done, bytes - done, position === null ? null : position + done);
+  }
+  return done;
 }
 
 /** `<persist>/out/<hash>.jsonl`: one ledger per output path, so a resume with another --out starts its own. */

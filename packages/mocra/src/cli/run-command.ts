@@ -17,8 +17,11 @@ export async function runCommand(file: string, flags: RuntimeFlags, io: CliIo): 
   let writer: OutputFile | undefined;
   const builder = Mocra.builder();
   const { robots } = configureBuilder(builder, flags);
+  // The item's page is acknowledged once its line is with the OS (the batch's write).
   const sink = (item: unknown, meta: { itemId: string }) => {
-    writer?.write(meta.itemId, item);
+    if (writer === undefined) return undefined;
+    writer.write(meta.itemId, item);
+    return writer.flushed();
   };
   if (runnable.kind === 'spider') builder.spider(runnable.spider, sink);
   else builder.module(runnable.module, sink);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import repl from 'node:repl';
+import type repl from 'node:repl';
 import { PassThrough } from 'node:stream';
 import {
   ConfigReadError,
@@ -85,7 +85,11 @@ export async function shellCommand(rawUrl: string, flags: DownloadFlags, io: She
 
   const terminal = io.stdin.isTTY === true && io.stdout.isTTY === true;
   const paced = terminal ? undefined : pacedInput(io.stdin);
-  const server = repl.start({
+  // Loaded here, not at the top: node:repl loads node:domain, which from then on wraps every
+  // EventEmitter's construction and every callback from native code in the process — a cost
+  // every page of a `mocra crawl` in the same bundle would pay.
+  const { start: startRepl } = await import('node:repl');
+  const server = startRepl({
     prompt: 'mocra> ',
     input: paced?.input ?? io.stdin,
     output: out,

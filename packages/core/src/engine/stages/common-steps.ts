@@ -39,19 +39,42 @@ export async function stoppedJoins(
   return env.modules.dropStopped({ ...unit, reason });
 }
 
-/** The stop check as a step: work of a stopped run is dropped (acked), its joins handed on. */
-export function dropIfStopped<TWork>(env: StageEnv, unitOf: (work: TWork) => StopCheckUnit): Step<TWork> {
-  return async function dropIfStopped(work) {
-    const { origin, ...unit } = unitOf(work);
-    const joins = await stoppedJoins(env, unit);
-    if (joins === undefined) return undefined;
-    await publishJoins(env, joins, origin);
-    return DONE;
+/**
+ * The stop check as a step: work of a stopped run is dropped (acked), its joins handed on. It
+ * runs twice per page, and a run is rarely stopped: the unit it reports is only made then, and
+ * the check is one promise, not a chain of async frames.
+ */
+export function dropIfStopped<TWork>(
+  env: StageEnv,
+  runOf: (work: TWork) => string,
+  moduleOf: (work: TWork) => string,
+  unitOf: (work: TWork) => StopCheckUnit,
+): Step<TWork> {
+  return function dropIfStopped(work) {
+    return env.modules.stoppedReason(runOf(work), moduleOf(work)).then((reason) => {
+      if (reason === undefined) return undefined;
+      const { origin, ...unit } = unitOf(work);
+      const joins = env.modules.dropStopped({ ...unit, reason });
+      return publishJoins(env, joins, origin).then(() => DONE);
+    });
   };
 }
 
 /** Join nodes whose predecessors all finished: one hand-off each (module/run-ledger.ts). */
-export async function publishJoins(
+export function publishJoins(
+  env: StageEnv,
+  ready: readonly JoinReady[],
+  origin: WorkOrigin,
+  credits?: readonly string[],
+): Promise<void> {
+  // Every page ends here, and almost every time nothing became ready.
+  if (ready.length === 0) return NOTHING_PUBLISHED;
+  return publishReadyJoins(env, ready, origin, credits);
+}
+
+const NOTHING_PUBLISHED: Promise<void> = Promise.resolve();
+
+async function publishReadyJoins(
   env: StageEnv,
   ready: readonly JoinReady[],
   origin: WorkOrigin,

@@ -40,14 +40,19 @@ export function downloadStage(env: StageEnv) {
       w.registered = env.registry.get(w.request.module);
       return undefined;
     },
-    dropIfStopped(env, ({ request, registered }) => ({
-      runId: request.runId ?? env.runId,
-      module: registered.module.name,
-      node: request.node,
-      stage: 'download',
-      url: request.url,
-      origin: request,
-    })),
+    dropIfStopped(
+      env,
+      ({ request }) => request.runId ?? env.runId,
+      ({ registered }) => registered.module.name,
+      ({ request, registered }) => ({
+        runId: request.runId ?? env.runId,
+        module: registered.module.name,
+        node: request.node,
+        stage: 'download',
+        url: request.url,
+        origin: request,
+      }),
+    ),
     async function admitByPolicy({ delivery, request }) {
       const admission = env.policy.admit?.('download', workOf(request, attemptsOf(delivery)));
       if (admission === undefined) return undefined;

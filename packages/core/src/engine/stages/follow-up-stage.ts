@@ -49,13 +49,18 @@ export function followUpStage(env: StageEnv) {
           ? undefined
           : DONE;
       },
-      dropIfStopped(env, (w) => ({
-        runId: w.followUp.runId,
-        module: w.registered.module.name,
-        node: w.node.id,
-        stage: 'followUp',
-        origin: w.followUp,
-      })),
+      dropIfStopped(
+        env,
+        (w) => w.followUp.runId,
+        (w) => w.registered.module.name,
+        (w) => ({
+          runId: w.followUp.runId,
+          module: w.registered.module.name,
+          node: w.node.id,
+          stage: 'followUp',
+          origin: w.followUp,
+        }),
+      ),
       async function requestsOf(w) {
         const { followUp, registered, node } = w;
         if (followUp.requests.length > 0) {

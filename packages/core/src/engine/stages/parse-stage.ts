@@ -49,14 +49,19 @@ export function parseStage(env: StageEnv) {
       w.runId = w.request.runId ?? env.runId;
       return undefined;
     },
-    dropIfStopped(env, ({ request, registered, node, runId, response }) => ({
-      runId,
-      module: registered.module.name,
-      node: node.id,
-      stage: 'parse',
-      url: response.url,
-      origin: request,
-    })),
+    dropIfStopped(
+      env,
+      ({ runId }) => runId,
+      ({ registered }) => registered.module.name,
+      ({ request, registered, node, runId, response }) => ({
+        runId,
+        module: registered.module.name,
+        node: node.id,
+        stage: 'parse',
+        url: response.url,
+        origin: request,
+      }),
+    ),
     async function parse(w) {
       const { request, registered, node, response } = w;
       w.scope = await env.modules.scope(

@@ -59,12 +59,36 @@ function runFrom<TWork>(
     const outcome = steps[i]!(work);
     if (outcome instanceof Promise) {
       if (i === steps.length - 1) return outcome.then(resultOf);
-      const next = i + 1;
-      return outcome.then((o) => (o === undefined ? runFrom(steps, next, work) : o.ended));
+      return continueFrom(steps, i, work, outcome);
     }
     if (outcome !== undefined) return outcome.ended;
   }
   return undefined;
+}
+
+/**
+ * The rest of the steps once one has to be waited for: one async frame for the whole handler
+ * rather than a closure and a promise per step that waits.
+ */
+async function continueFrom<TWork>(
+  steps: readonly Step<TWork>[],
+  at: number,
+  work: TWork | undefined,
+  pending: Promise<StepOutcome>,
+): Promise<HandlerResult> {
+  let outcome = await pending;
+  for (let i = at + 1; i < steps.length; i++) {
+    if (outcome !== undefined) return outcome.ended;
+    const next = steps[i]!(work as TWork);
+    if (next instanceof Promise) {
+      // The last step: this frame lets go of the work while it waits (see the module comment).
+      if (i === steps.length - 1) work = undefined;
+      outcome = await next;
+    } else {
+      outcome = next;
+    }
+  }
+  return outcome?.ended;
 }
 
 function resultOf(outcome: StepOutcome): HandlerResult {

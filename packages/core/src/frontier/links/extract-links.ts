@@ -14,7 +14,7 @@
  * (cheerio, slower).
  */
 
-import { Parser, Tokenizer } from 'htmlparser2';
+import { Parser, QuoteType, Tokenizer } from 'htmlparser2';
 import { InvalidArgumentError } from '../../errors.js';
 import { lazyRequire } from '../../optional-dependency.js';
 import { HrefResolver } from './href-resolver.js';
@@ -305,6 +305,79 @@ function tagCode(html: string, start: number, end: number): number {
   return TAG_CODES[html.slice(start, end).toLowerCase()] ?? 0;
 }
 
+const noop = (): void => {};
+
+/**
+ * Character references, decoded by htmlparser2's own tokenizer, for the few strings that need
+ * it. The scan below runs its tokenizer with `decodeEntities: false`: the tokenizer then skips
+ * text and attribute values with a tight search for the next `<` or quote instead of stepping
+ * through its state machine a character at a time — most of a page is text, and most of the
+ * scan's time was that. The strings the scan keeps (the attributes it reads, the title, link
+ * text) are decoded afterwards, when they contain an `&`, by tokenizing them again in the same
+ * context (`<a x="…">`, `<title>…</title>`): the same decoder, the same legacy rules (an
+ * attribute's `&amp=` stays as written, a text's does not), the same result as decoding in the
+ * scan itself.
+ */
+let decodeSource = '';
+let decoded = '';
+const entityDecoder = new Tokenizer(
+  { decodeEntities: true },
+  {
+    onattribdata(start, end) {
+      decoded += decodeSource.slice(start, end);
+    },
+    onattribentity(codepoint) {
+      decoded += String.fromCodePoint(codepoint);
+    },
+    ontext(start, end) {
+      decoded += decodeSource.slice(start, end);
+    },
+    ontextentity(codepoint) {
+      decoded += String.fromCodePoint(codepoint);
+    },
+    onattribname: noop,
+    onattribend: noop,
+    onopentagname: noop,
+    onopentagend: noop,
+    onselfclosingtag: noop,
+    onclosetag: noop,
+    oncdata: noop,
+    oncomment: noop,
+    ondeclaration: noop,
+    onprocessinginstruction: noop,
+    onend: noop,
+  },
+);
+
+function decodeIn(wrapped: string): string {
+  decodeSource = wrapped;
+  decoded = '';
+  entityDecoder.reset();
+  entityDecoder.write(wrapped);
+  entityDecoder.end();
+  const out = decoded;
+  decodeSource = '';
+  decoded = '';
+  return out;
+}
+
+/** An attribute value as written (between its quotes, if any), with its references decoded. */
+function decodeAttribute(raw: string, quote: QuoteType): string {
+  if (!raw.includes('&')) return raw;
+  const q = quote === QuoteType.Double ? '"' : quote === QuoteType.Single ? "'" : '';
+  return decodeIn(`<a x=${q}${raw}${q}>`);
+}
+
+/** Text between tags as written, with its references decoded (as in text or in `<title>`). */
+function decodeText(raw: string): string {
+  if (!raw.includes('&')) return raw;
+  // `<title>` holds no tags, so the text reads the same inside it; a `</title` cannot be in a piece of text.
+  return decodeIn(`<title>${raw}</title>`);
+}
+
+/** Tags whose content the tokenizer passes through as raw text, references not decoded. */
+const RAW_TEXT_TAGS = new Set(['script', 'style', 'xmp', 'iframe', 'noembed', 'noframes', 'plaintext']);
+
 /** The default selector on the bare tokenizer (see the module comment). */
 function scanDefault(html: string, withText: boolean): ScanResult {
   const links: RawLink[] = [];
@@ -322,6 +395,8 @@ function scanDefault(html: string, withText: boolean): ScanResult {
   let titleText = '';
   let capturing: RawLink | undefined;
   let captured = '';
+  // Inside <script>, <style>, …: text as written (only read while capturing a link's text).
+  let rawText = false;
 
   const finishOpenTag = (): void => {
     switch (tag) {
@@ -361,10 +436,13 @@ function scanDefault(html: string, withText: boolean): ScanResult {
   };
 
   const tokenizer = new Tokenizer(
-    { decodeEntities: true },
+    { decodeEntities: false },
     {
       onopentagname(start, end) {
         tag = tagCode(html, start, end);
+        if (capturing !== undefined && tag === 0 && end - start >= 3 && end - start <= 9) {
+          rawText ||= RAW_TEXT_TAGS.has(html.slice(start, end).toLowerCase());
+        }
         href = undefined;
         rel = undefined;
         metaName = undefined;
@@ -380,10 +458,10 @@ function scanDefault(html: string, withText: boolean): ScanResult {
       onattribdata(start, end) {
         if (attr !== 0) value += html.slice(start, end);
       },
-      onattribentity(codepoint) {
-        if (attr !== 0) value += String.fromCodePoint(codepoint);
-      },
-      onattribend() {
+      // Not called: references are decoded by decodeAttribute.
+      onattribentity: noop,
+      onattribend(quote) {
+        if (attr !== 0) value = decodeAttribute(value, quote);
         // Duplicate attributes: the first one wins, as in browsers.
         switch (attr) {
           case ATTR_HREF:
@@ -405,6 +483,8 @@ function scanDefault(html: string, withText: boolean): ScanResult {
       onselfclosingtag: finishOpenTag,
       onclosetag(start, end) {
         const len = end - start;
+        // A raw-text element ends only at its own end tag: the first end tag seen is it.
+        rawText = false;
         if (len === 5 && inTitle && html.slice(start, end).toLowerCase() === 'title') {
           inTitle = false;
           title = collapse(titleText);
@@ -414,13 +494,14 @@ function scanDefault(html: string, withText: boolean): ScanResult {
         }
       },
       ontext(start, end) {
-        if (inTitle) titleText = gather(titleText, html.slice(start, end));
-        if (capturing) captured = gather(captured, html.slice(start, end));
+        if (inTitle) titleText = gather(titleText, decodeText(html.slice(start, end)));
+        if (capturing) {
+          const piece = html.slice(start, end);
+          captured = gather(captured, rawText ? piece : decodeText(piece));
+        }
       },
-      ontextentity(codepoint) {
-        if (inTitle) titleText = gather(titleText, String.fromCodePoint(codepoint));
-        if (capturing) captured = gather(captured, String.fromCodePoint(codepoint));
-      },
+      // Not called: references are decoded by decodeText / decodeAttribute.
+      ontextentity: noop,
       oncdata() {},
       oncomment() {},
       ondeclaration() {},
