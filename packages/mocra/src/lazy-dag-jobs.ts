@@ -27,7 +27,8 @@ export class LazyDagJobs {
   module(name: string, build: () => Dag, options: DagJobOptions): Module<DagJobResult> {
     // The checks DagJobs makes, here too, so that a bad name still fails at `.dag()`.
     if (typeof name !== 'string' || name === '') throw new InvalidArgumentError('a DAG job needs a name');
-    if (this.#modules.has(name)) throw new InvalidArgumentError(`a DAG job named '${name}' is already defined`);
+    if (this.#modules.has(name))
+      throw new InvalidArgumentError(`a DAG job named '${name}' is already defined`);
     const dag = build();
     const real = this.#loading.then((jobs) => jobs.module(name, () => dag, options));
     real.catch(() => {});
@@ -41,7 +42,7 @@ export class LazyDagJobs {
           generate: async (ctx) => {
             const module = await real;
             await this.#attached;
-            return module.nodes[0]!.generate!(ctx);
+            return module.nodes![0]!.generate!(ctx);
           },
           // The node makes no requests, so there is never a response to parse.
           parse() {},
