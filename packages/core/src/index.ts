@@ -12,50 +12,13 @@
  */
 
 // The control API (fastify, its schemas and the dashboard) is the subpath @mocra/core/api; the
-// root names only what a program needs to start it, and loads the rest on that first call.
+// root names only what a program needs to start it, and loads the rest on that first call. The
+// API's view and route types have their one home there; the options and handle of starting it
+// have theirs here.
+export type { ApiConfigOptions } from './api/config.js';
 export { apiOptionsFromConfig } from './api/config.js';
-export type {
-  ApiAddress,
-  ApiConfigOptions,
-  ApiErrorBody,
-  ApiServerOptions,
-  ClusterInfo,
-  ClusterInfoSource,
-  ClusterView,
-  ControlPlane,
-  DlqEntryView,
-  DlqListQuery,
-  DlqPage,
-  DlqResult,
-  DlqSelection,
-  EngineApi,
-  EngineApiOptions,
-  EngineControlPlaneOptions,
-  EngineView,
-  HealthView,
-  HistorySample,
-  HistoryView,
-  HostsView,
-  HostView,
-  LogRecordView,
-  LogsView,
-  MemberView,
-  MetricsSource,
-  NodesView,
-  NodeView,
-  PauseView,
-  QueuesView,
-  QueueView,
-  RateDecision,
-  RateLimiterOptions,
-  RouteId,
-  RouteSpec,
-  StageView,
-  StartWorkInput,
-  StartWorkResult,
-  StopView,
-  SystemView,
-} from './api/index.js';
+export type { EngineApi, EngineApiOptions } from './api/engine-api.js';
+export type { ApiAddress, ApiServerOptions } from './api/server.js';
 export { startEngineApi } from './api/start.js';
 export type {
   CarriedKey,

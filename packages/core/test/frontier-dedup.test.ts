@@ -57,6 +57,28 @@ describe('parts', () => {
     expect(set.has(0, 0, 0, 0)).toBe(true);
   });
 
+  test('FingerprintSet: probes wrap past the last slot, and the load stays between 1/2 and 3/4', () => {
+    const set = new FingerprintSet();
+    // Keys whose first word is near 2^32 all start at the last slots: their probes wrap to slot 0.
+    for (let i = 0; i < 600; i++) expect(set.add(0xffffffff - i, i, 7, 9)).toBe(true);
+    for (let i = 0; i < 600; i++) expect(set.has(0xffffffff - i, i, 7, 9)).toBe(true);
+    expect(set.has(0xffffffff, 1, 7, 9)).toBe(false);
+    expect(set.add(0xffffffff - 3, 3, 7, 9)).toBe(false);
+    const random = new Uint32Array(randomBytes(300_000 * 16).buffer);
+    for (let i = 0; i < 300_000; i++) {
+      set.add(random[4 * i]!, random[4 * i + 1]!, random[4 * i + 2]!, random[4 * i + 3]!);
+      if (i % 50_000 === 49_999) {
+        const load = set.size / set.slots;
+        expect(load).toBeGreaterThanOrEqual(0.5 - 0.01);
+        expect(load).toBeLessThanOrEqual(0.75);
+      }
+    }
+    expect(set.size).toBe(300_600);
+    // The wrapped keys survived every growth.
+    for (let i = 0; i < 600; i++) expect(set.has(0xffffffff - i, i, 7, 9)).toBe(true);
+    expect(set.byteLength).toBe(set.slots * 16);
+  });
+
   test('ScalableBloomFilter: no false negatives, false positives near the target as it grows', () => {
     const N = 60_000;
     const bloom = new ScalableBloomFilter({ initialCapacity: 4096, falsePositiveRate: 0.01 });

@@ -70,15 +70,12 @@ import {
   unknownEnvVariables,
   type WatchdogTimeouts,
 } from '@mocra/core';
-import {
-  connectDistributed,
-  createDagJobs,
-  createRaftCoordination,
-  type DagJobOptions,
-  type DagJobResult,
-  type DagJobs,
-  type DistributedOptions,
-  type DistributedRuntime,
+// Types only: the cluster code is imported when a run is distributed or defines a DAG job.
+import type {
+  DagJobOptions,
+  DagJobResult,
+  DistributedOptions,
+  DistributedRuntime,
 } from '@mocra/core/cluster';
 import type { EngineStoreOptions } from '@mocra/core/store';
 import type { Dag } from '@mocra/dag';
@@ -88,6 +85,7 @@ import {
   clusterSettingsFromConfig,
   resolveClusterOptions,
 } from './cluster.js';
+import { LazyDagJobs } from './lazy-dag-jobs.js';
 import { onItem } from './sinks/on-item.js';
 import { compileSpider, type Spider } from './spider.js';
 
@@ -174,7 +172,7 @@ export class MocraBuilder {
   readonly #cluster: ClusterSettings = {};
   /** This process's node of the embedded Raft cluster (`.cluster(ClusterConfig…)`). */
   #raft: ClusterConfig | undefined;
-  #dagJobs: DagJobs | undefined;
+  #dagJobs: LazyDagJobs | undefined;
   readonly #startListeners: ((engine: Engine) => void)[] = [];
   readonly #endListeners: ((summary: RunSummary) => void | Promise<void>)[] = [];
 
@@ -445,7 +443,7 @@ export class MocraBuilder {
    * {@link DagJobResult} to `sink` (itemId `dag:{name}:{key}`).
    */
   dag(name: string, build: () => Dag, options: DagJobOptions & { sink?: SinkLike<DagJobResult> } = {}): this {
-    this.#dagJobs ??= createDagJobs();
+    this.#dagJobs ??= new LazyDagJobs();
     const { sink, ...jobOptions } = options;
     const module = this.#dagJobs.module(name, build, jobOptions);
     const target = sink === undefined ? { write() {} } : typeof sink === 'function' ? onItem(sink) : sink;
@@ -516,8 +514,9 @@ export class MocraBuilder {
       );
     }
     const { engine } = this.#assemble();
-    // Closed with the engine's queue: the worker and dispatcher stop when it does.
-    this.#dagJobs?.attach({ engine });
+    // Closed with the engine's queue: the worker and dispatcher stop when it does. Attached once
+    // the jobs' code has loaded; their nodes wait for it, and a failure is theirs to report.
+    this.#dagJobs?.attach({ engine }).catch(() => {});
     return engine;
   }
 
@@ -537,7 +536,7 @@ export class MocraBuilder {
     try {
       const { engine } = this.#assemble(runtime);
       const jobs = this.#dagJobs;
-      jobs?.attach({ engine, coordination: runtime.coordination });
+      await jobs?.attach({ engine, coordination: runtime.coordination });
       const run = async () => {
         try {
           return await runtime.run(engine);
@@ -554,6 +553,7 @@ export class MocraBuilder {
 
   /** Connect a distributed run; with a `ClusterConfig`, start this process's Raft node first. */
   async #connect(options: DistributedOptions): Promise<DistributedRuntime> {
+    const { connectDistributed, createRaftCoordination } = await import('@mocra/core/cluster');
     if (this.#raft === undefined) return connectDistributed(options);
     const coordinationOptions = options.coordinationOptions ?? {};
     const coordination: Coordination = await createRaftCoordination({
@@ -623,7 +623,7 @@ export class MocraBuilder {
     const live = this.#watchConfig(engine);
     const runEngine = async () => {
       // DAG jobs: this node's dispatcher and worker, on the engine's queue and the coordination.
-      this.#dagJobs?.attach({
+      await this.#dagJobs?.attach({
         engine,
         ...(runtime === undefined ? {} : { coordination: runtime.coordination }),
       });

@@ -356,6 +356,16 @@ test('the root of @mocra/core loads none of the backend, downloader and cluster 
       `the root loads ${sub} code`,
     ).toEqual([]);
   }
+  // The facade's builder loads the cluster code only for a distributed run or a DAG job, and
+  // names the broker backends only through the URL factories.
+  const { sources: facade } = await sourceGraph('mocra');
+  expect(facade).toContain('engine/engine.ts');
+  for (const sub of ['redis', 'nats', 'kafka', 'cluster']) {
+    expect(
+      facade!.filter((f) => LAZY_SOURCES[sub]!.test(f)),
+      `mocra loads ${sub} code`,
+    ).toEqual([]);
+  }
   // And each subpath does load its own (so that the patterns name real files).
   const { sources: redis } = await sourceGraph('@mocra/core/redis');
   expect(redis!.filter((f) => LAZY_SOURCES.redis!.test(f)).length).toBe(3);

@@ -1,14 +1,14 @@
 /**
- * The control API and the dashboard, served next to a crawl (docs/api-reference.md).
+ * The control API and the dashboard, served next to a crawl (docs/api-reference.md). The
+ * options and handle of starting it (`EngineApiOptions`, `EngineApi`, `ApiServerOptions`,
+ * `ApiAddress`, `ApiConfigOptions`) are types of the package root, which starts it.
  *
  * @module @mocra/core/api
  */
 export { ApiKeyChecker } from './auth.js';
-export type { ApiConfigOptions } from './config.js';
 export { apiOptionsFromConfig } from './config.js';
 export { dashboardHtml } from './dashboard.js';
 export { describeWork, safeJson, summarizeDeadLetter } from './dlq-view.js';
-export type { EngineApi, EngineApiOptions } from './engine-api.js';
 export { startEngineApi } from './engine-api.js';
 export type { EngineControlPlaneOptions } from './engine-control-plane.js';
 export { createEngineControlPlane, EngineControlPlane } from './engine-control-plane.js';
@@ -20,7 +20,6 @@ export { RateLimiter } from './rate-limit.js';
 export type { RouteId, RouteSpec } from './routes.js';
 export { API_ROUTES } from './routes.js';
 export { apiSchemas } from './schemas.js';
-export type { ApiAddress, ApiServerOptions } from './server.js';
 export { ApiServer, createApiServer, DEFAULT_API_PORT } from './server.js';
 export type {
   ClusterInfo,

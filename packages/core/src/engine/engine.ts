@@ -154,7 +154,7 @@ export type ForwardedWork =
 export interface EngineOptions {
   /**
    * Where the stage topics live. Not closed by the engine when given. @default a new in-memory
-   * backend whose lanes spill past 50,000 ready messages to a temporary LevelDB (LevelQueueBackend)
+   * backend whose lanes spill past 16,384 ready messages to a temporary LevelDB (LevelQueueBackend)
    */
   queue?: QueueBackend;
   /** Namespace of the in-memory backend the engine creates. @default 'mocra' */

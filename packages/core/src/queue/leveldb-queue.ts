@@ -91,13 +91,17 @@ export interface LevelQueueBackendOptions {
   namespace?: string;
   /** Defaults for every topic; per-topic options override them. */
   topicDefaults?: TopicOptions;
-  /** Ready messages kept in memory per priority lane; the rest wait on disk. @default 50000 */
+  /**
+   * Ready messages kept in memory per priority lane; the rest wait on disk. Every request held
+   * here is a live object that V8 sizes the old generation by (several times the live heap), so
+   * a frontier's head is kept short. @default 16384
+   */
   headSize?: number;
   /**
    * Spill-only mode: once a lane overflows to disk (a big frontier), its head keeps only its
    * first `hotSize` messages and the rest of the head goes to disk too; refills read back up to
    * this many. A lane that never overflows keeps its whole head (`headSize`) in memory.
-   * @default 4096
+   * @default 1024
    */
   hotSize?: number;
   /** How payloads are written to disk. @default msgpack, gzip from 16 KiB */
@@ -197,11 +201,11 @@ export class LevelQueueBackend implements QueueBackend {
     if (this.persist && options.dir === undefined) {
       throw new InvalidArgumentError('a persistent LevelDB queue needs a directory (dir)');
     }
-    this.headSize = options.headSize ?? 50_000;
+    this.headSize = options.headSize ?? 16_384;
     if (!Number.isInteger(this.headSize) || this.headSize < 1) {
       throw new InvalidArgumentError(`headSize must be an integer ≥ 1, got ${options.headSize}`);
     }
-    this.hotSize = options.hotSize ?? 4096;
+    this.hotSize = options.hotSize ?? 1024;
     if (!Number.isInteger(this.hotSize) || this.hotSize < 1) {
       throw new InvalidArgumentError(`hotSize must be an integer ≥ 1, got ${options.hotSize}`);
     }

@@ -1,28 +1,39 @@
 /**
  * An exact set of 128-bit keys in one typed array: open addressing, linear probing, 4 words
- * per slot, all-zero = empty. 16 bytes per slot and a load factor kept between 0.375 and 0.75
- * (it doubles past 0.75), so 1M keys take 16–43 MB, none of it on the V8 heap's object graph
- * (a `Set<string>` of 27-character fingerprints costs ~80 bytes a key and GC time).
+ * per slot, all-zero = empty. 16 bytes per slot; the table grows by half once it is 3/4 full,
+ * so its load stays between 1/2 and 3/4: 1M keys take 21–32 MB, none of it on the V8 heap's
+ * object graph (a `Set<string>` of 27-character fingerprints costs ~80 bytes a key and GC
+ * time). Growing by half rather than doubling also keeps the moment of growth small: the old
+ * table is garbage only once the next full GC runs, and until then both are held.
  *
  * ```
- *   words: [ w0 w1 w2 w3 | w0 w1 w2 w3 | 0 0 0 0 | … ]   slot = w0 & mask, then +1, +1, …
+ *   words: [ w0 w1 w2 w3 | w0 w1 w2 w3 | 0 0 0 0 | … ]   slot = ⌊w0 · capacity / 2³²⌋, then +1, +1, … (wrapping)
  * ```
  *
- * Keys are uniformly random (see fingerprint-key.ts), so w0 alone is a good hash. A key that
- * is all zeros (never produced in practice) is stored with w3 = 1.
+ * Keys are uniformly random (see fingerprint-key.ts), so w0 alone is a good hash, scaled to
+ * any capacity (no power of two needed). A key that is all zeros (never produced in practice)
+ * is stored with w3 = 1.
  */
 const MIN_CAPACITY = 1024;
+const TWO_32 = 2 ** 32;
+
+/** The first slot of a key whose first word is `w0`, in a table of `capacity` slots. */
+function home(w0: number, capacity: number): number {
+  // w0 < 2^32 and capacity < 2^27 (the table's words must fit a typed array): the product is
+  // exact in a double, and the quotient is below `capacity`.
+  return Math.floor((w0 * capacity) / TWO_32);
+}
 
 export class FingerprintSet {
   #words: Uint32Array;
-  #mask: number;
+  #capacity: number;
   #size = 0;
 
   constructor(expected = 0) {
     let capacity = MIN_CAPACITY;
-    while (capacity * 0.75 < expected) capacity *= 2;
+    while (capacity * 0.75 < expected) capacity = Math.ceil(capacity * 1.5);
     this.#words = new Uint32Array(capacity * 4);
-    this.#mask = capacity - 1;
+    this.#capacity = capacity;
   }
 
   get size(): number {
@@ -37,10 +48,10 @@ export class FingerprintSet {
   /** Add the key; true when it was not there before. */
   add(w0: number, w1: number, w2: number, w3: number): boolean {
     if ((w0 | w1 | w2 | w3) === 0) w3 = 1;
-    if (this.#size + 1 > (this.#mask + 1) * 0.75) this.#grow();
+    if (this.#size + 1 > this.#capacity * 0.75) this.#grow();
     const words = this.#words;
-    const mask = this.#mask;
-    let slot = w0 & mask;
+    const capacity = this.#capacity;
+    let slot = home(w0 >>> 0, capacity);
     for (;;) {
       const i = slot << 2;
       const a = words[i]!;
@@ -56,15 +67,15 @@ export class FingerprintSet {
         return true;
       }
       if (a === w0 && b === w1 && c === w2 && d === w3) return false;
-      slot = (slot + 1) & mask;
+      if (++slot === capacity) slot = 0;
     }
   }
 
   has(w0: number, w1: number, w2: number, w3: number): boolean {
     if ((w0 | w1 | w2 | w3) === 0) w3 = 1;
     const words = this.#words;
-    const mask = this.#mask;
-    let slot = w0 & mask;
+    const capacity = this.#capacity;
+    let slot = home(w0 >>> 0, capacity);
     for (;;) {
       const i = slot << 2;
       const a = words[i]!;
@@ -73,13 +84,13 @@ export class FingerprintSet {
       const d = words[i + 3]!;
       if ((a | b | c | d) === 0) return false;
       if (a === w0 && b === w1 && c === w2 && d === w3) return true;
-      slot = (slot + 1) & mask;
+      if (++slot === capacity) slot = 0;
     }
   }
 
   /** Slots in the table (for walking it with {@link readSlot}). */
   get slots(): number {
-    return this.#mask + 1;
+    return this.#capacity;
   }
 
   /** Copy the key in `slot` into `out`; false when the slot is empty. No allocation (a walk over 1M keys). */
@@ -101,35 +112,31 @@ export class FingerprintSet {
 
   clear(): void {
     this.#words = new Uint32Array(MIN_CAPACITY * 4);
-    this.#mask = MIN_CAPACITY - 1;
+    this.#capacity = MIN_CAPACITY;
     this.#size = 0;
   }
 
   #grow(): void {
     const old = this.#words;
-    const capacity = (this.#mask + 1) * 2;
+    const capacity = Math.ceil(this.#capacity * 1.5);
     const words = new Uint32Array(capacity * 4);
-    const mask = capacity - 1;
     for (let i = 0; i < old.length; i += 4) {
       const w0 = old[i]!;
       const w1 = old[i + 1]!;
       const w2 = old[i + 2]!;
       const w3 = old[i + 3]!;
       if ((w0 | w1 | w2 | w3) === 0) continue;
-      let slot = w0 & mask;
-      while (
-        (words[slot << 2]! | words[(slot << 2) + 1]! | words[(slot << 2) + 2]! | words[(slot << 2) + 3]!) !==
-        0
-      ) {
-        slot = (slot + 1) & mask;
+      let j = home(w0, capacity) << 2;
+      while ((words[j]! | words[j + 1]! | words[j + 2]! | words[j + 3]!) !== 0) {
+        j += 4;
+        if (j === words.length) j = 0;
       }
-      const j = slot << 2;
       words[j] = w0;
       words[j + 1] = w1;
       words[j + 2] = w2;
       words[j + 3] = w3;
     }
     this.#words = words;
-    this.#mask = mask;
+    this.#capacity = capacity;
   }
 }

@@ -39,7 +39,7 @@ export interface TieredDeduplicatorOptions {
    * temporary directory that `close()` removes.
    */
   dir?: string;
-  /** Exact in-memory keys before spilling to disk (16–43 bytes each). @default 1_000_000 */
+  /** Exact in-memory keys before spilling to disk (21–32 bytes each). @default 1_000_000 */
   memoryEntries?: number;
   /** Keys per generation of the recent table in the disk phase (two generations are kept). @default 262_144 */
   recentEntries?: number;
