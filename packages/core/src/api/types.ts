@@ -124,7 +124,7 @@ export interface ClusterInfo {
   details: Record<string, string | number | boolean | null>;
 }
 
-/** What `/metrics` renders: a prom-client registry or a {@link MocraMetrics} both fit. */
+/** What `/metrics` renders: a prom-client registry or mocra's own `MocraMetrics` both fit. */
 export interface MetricsSource {
   readonly contentType: string;
   metrics(): Promise<string>;
