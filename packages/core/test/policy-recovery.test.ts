@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { retryOverrides } from '../src/engine/recovery.js';
 import { ConnectionError, HttpStatusError, type MocraError, ParseFailedError } from '../src/errors.js';
 import type { ErrorEvent, StageName } from '../src/model/events.js';
 import { Request } from '../src/model/request.js';
 import { Response } from '../src/model/response.js';
 import { classifyError } from '../src/policy/failure-kind.js';
 import { policyStage, RecoveryPolicy } from '../src/policy/recovery-policy.js';
+import { retryOverrides } from '../src/policy/retry-overrides.js';
 import { ManualClock } from '../src/schedule/clock.js';
 
 function request(
@@ -292,5 +292,26 @@ describe('retry options as overrides', () => {
       false,
       false,
     ]);
+  });
+
+  test('the retry options are checked, naming the option; a good one passes as the schema would', () => {
+    const bad = (retry: Parameters<typeof retryOverrides>[0]) => () => new RecoveryPolicy({ retry });
+    expect(bad({ maxRetries: -1 })).toThrow(/retry\.maxRetries must be an integer from 0 to 1000, got -1/);
+    expect(bad({ maxRetries: 1.5 })).toThrow(/retry\.maxRetries/);
+    expect(bad({ maxRetries: 1001 })).toThrow(/retry\.maxRetries/);
+    expect(bad({ baseDelayMs: Number.NaN })).toThrow(/retry\.baseDelayMs/);
+    expect(bad({ maxDelayMs: 86_400_001 })).toThrow(/retry\.maxDelayMs/);
+    expect(bad({ baseDelayMs: 100, maxDelayMs: 50 })).toThrow(/at least retry\.baseDelayMs \(100\)/);
+    expect(bad({ retryStatuses: [503, 700] })).toThrow(
+      /retry\.retryStatuses\[\] must be an integer from 100 to 599, got 700/,
+    );
+    for (const retry of [
+      { maxRetries: 0 },
+      { maxRetries: 1000, baseDelayMs: 0, maxDelayMs: 86_400_000, jitter: false },
+      { retryStatuses: [100, 599] },
+    ]) {
+      // What the options make is what `[[policy.overrides]]` accepts: the schema agrees.
+      expect(() => new RecoveryPolicy({ overrides: retryOverrides(retry) })).not.toThrow();
+    }
   });
 });

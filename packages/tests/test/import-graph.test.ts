@@ -27,6 +27,8 @@ interface Graph {
   taskConcurrency?: number;
   refused?: string;
   afterConfig?: string[];
+  crawled?: number;
+  afterCrawl?: string[];
   sources?: string[];
 }
 
@@ -42,6 +44,8 @@ async function sourceGraph(...args: string[]): Promise<Graph> {
 async function run(nodeFlags: string[], args: string[]): Promise<Graph> {
   const { stdout } = await promisify(execFile)(process.execPath, [...nodeFlags, CHILD, ...args], {
     cwd: path.resolve(import.meta.dirname, '..'),
+    // No MOCRA_* variable of the caller's: a set one is read, and reading one loads the key table.
+    env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('MOCRA_'))),
     timeout: 60_000,
   });
   return JSON.parse(stdout) as Graph;
@@ -60,6 +64,14 @@ test('a configuration read from TOML loads zod then, and is validated by it', as
   expect(run.taskConcurrency).toBe(3);
   expect(run.refused).toBe('MOCRA_ERR_CONFIG_INVALID');
   expect(run.afterConfig).toContain('zod');
+}, 60_000);
+
+test('a crawl with no configuration loads no schema library', async () => {
+  const run = await graph('mocra', 'crawl');
+  expect(run.crawled).toBe(2);
+  // The retry options are checked by hand; an empty module layer and an environment without
+  // MOCRA_* variables need no schema either.
+  expect(run.afterCrawl).not.toContain('zod');
 }, 60_000);
 
 // The root of @mocra/core is the kernel; each optional part is a subpath, so that a program loads

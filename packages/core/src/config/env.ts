@@ -37,6 +37,7 @@ const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /** Reads every `MOCRA_*` override from `env`. Never throws; problems are returned as issues. */
 export function readEnvOverrides(env: Readonly<Record<string, string | undefined>>): EnvOverrides {
+  if (!setsMocraVariable(env)) return { values: {}, variables: new Map(), issues: [] };
   const byVariable = new Map<string, ConfigKeyDescriptor>();
   for (const descriptor of configKeys()) byVariable.set(descriptor.env, descriptor);
   const tables = new Set(
@@ -177,6 +178,7 @@ export interface UnknownEnvVariable {
  * misspelt key of a known table is not listed here: readEnvOverrides refuses it.
  */
 export function unknownEnvVariables(env: Readonly<Record<string, string | undefined>>): UnknownEnvVariable[] {
+  if (!setsMocraVariable(env)) return [];
   const known = new Set<string>([...configKeys().map((d) => d.env), ...OTHER_ENV_VARIABLES]);
   const tables = new Set(
     configKeys()
@@ -197,4 +199,18 @@ export function unknownEnvVariables(env: Readonly<Record<string, string | undefi
     });
   }
   return out;
+}
+
+/**
+ * Whether any `MOCRA_*` variable is set (`MOCRA_TEST_*` are the test suites' own). Most runs set
+ * none, and then neither reader needs the key table, whose schemas (and zod) would otherwise
+ * load at every start.
+ */
+function setsMocraVariable(env: Readonly<Record<string, string | undefined>>): boolean {
+  for (const variable in env) {
+    if (variable.startsWith(ENV_PREFIX) && !variable.startsWith(TEST_PREFIX) && env[variable] !== undefined) {
+      return true;
+    }
+  }
+  return false;
 }

@@ -281,6 +281,8 @@ export function createModuleConfigResolver(options: ModuleConfigResolverOptions 
 }
 
 function collectLayerIssues(layer: unknown, name: string, issues: ConfigIssue[]): void {
+  // An empty layer (the default when nothing is configured) is valid: no schema is loaded for it.
+  if (isEmptyObject(layer)) return;
   const result = moduleLayerSchema.safeParse(layer);
   if (!result.success) {
     issues.push(
@@ -361,4 +363,10 @@ export function moduleConfigOf(config: {
     },
     defaults: config.module_defaults as JsonObject,
   };
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return (
+    value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0
+  );
 }

@@ -17,7 +17,6 @@ import type { Logger } from '../observability/logger.js';
 import type { BreakerScope, BreakerSnapshot, BreakerState } from '../policy/circuit-breakers.js';
 import type { ThresholdDecision } from '../policy/error-thresholds.js';
 import { classifyError, steeringCause } from '../policy/failure-kind.js';
-import type { PolicyOverride } from '../policy/policy-table.js';
 import { ProgressWatchdog } from '../policy/progress-watchdog.js';
 import { RecoveryPolicy, type RecoveryPolicyOptions } from '../policy/recovery-policy.js';
 import type { SimpleRetryPolicyOptions } from '../policy/simple-retry-policy.js';
@@ -89,10 +88,9 @@ export class EngineRecovery {
       this.policy = options.policy;
     } else {
       const recovery = options.recovery ?? {};
-      const fromRetry = options.retry === undefined ? [] : retryOverrides(options.retry);
       this.#recovery = new RecoveryPolicy({
         ...recovery,
-        overrides: [...fromRetry, ...(recovery.overrides ?? [])],
+        ...(options.retry === undefined ? {} : { retry: options.retry }),
       });
       this.policy = this.#recovery;
     }
@@ -214,47 +212,6 @@ export function policyFieldsOf(error: MocraError): Pick<ErrorEvent, 'kind' | 'st
   if (typeof status === 'number') out.status = status;
   const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
   if (out.retryAfterMs === undefined && typeof retryAfterMs === 'number') out.retryAfterMs = retryAfterMs;
-  return out;
-}
-
-const RETRIED_KINDS = [
-  'network',
-  'timeout',
-  'http-429',
-  'http-503',
-  'http-5xx',
-  'http-4xx',
-  'middleware',
-  'store',
-  'unknown',
-] as const;
-const STATUS_KINDS = ['http-429', 'http-503', 'http-5xx', 'http-4xx', 'timeout'] as const;
-
-/**
- * The engine's `retry` options (and the `[retry]` config table), expressed as policy
- * overrides applied before any `[[policy.overrides]]`: only what is set changes the defaults.
- */
-export function retryOverrides(retry: SimpleRetryPolicyOptions): PolicyOverride[] {
-  const out: PolicyOverride[] = [];
-  const curve: PolicyOverride = { kind: [...RETRIED_KINDS] };
-  if (retry.maxRetries !== undefined) curve.max_retries = retry.maxRetries;
-  if (retry.baseDelayMs !== undefined) {
-    curve.backoff = 'exponential';
-    curve.backoff_ms = retry.baseDelayMs;
-  }
-  if (retry.maxDelayMs !== undefined) {
-    curve.max_backoff_ms = retry.maxDelayMs;
-    curve.retry_after_cap_ms = retry.maxDelayMs;
-  }
-  if (retry.jitter === false) curve.jitter = 0;
-  if (Object.keys(curve).length > 1) out.push(curve);
-  if (retry.retryStatuses !== undefined) {
-    const listed = new Set(retry.retryStatuses);
-    const others: number[] = [];
-    for (let s = 400; s <= 599; s++) if (!listed.has(s)) others.push(s);
-    if (others.length > 0) out.push({ kind: [...STATUS_KINDS], status: others, retryable: false });
-    if (listed.size > 0) out.push({ kind: [...STATUS_KINDS], status: [...listed], retryable: true });
-  }
   return out;
 }
 

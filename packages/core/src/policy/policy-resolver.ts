@@ -26,6 +26,8 @@ import {
   type PolicyOverride,
   policyOverrideSchema,
 } from './policy-table.js';
+import { retryOverrides } from './retry-overrides.js';
+import type { SimpleRetryPolicyOptions } from './simple-retry-policy.js';
 
 /** One failure as the resolver sees it: plain, serializable fields only. */
 export interface FailureInput {
@@ -83,6 +85,12 @@ export interface PolicyResolverOptions {
    * @default []
    */
   overrides?: readonly PolicyOverride[];
+  /**
+   * The simple retry options (`maxRetries`, delays, statuses, jitter), applied before
+   * `overrides`. Checked here: a bad value throws `MOCRA_ERR_INVALID_ARGUMENT` naming the option.
+   * @default {}
+   */
+  retry?: SimpleRetryPolicyOptions;
   /** Random numbers in [0, 1) for jitter; injectable so tests get exact delays. @default Math.random */
   random?: () => number;
 }
@@ -109,7 +117,12 @@ export class PolicyResolver {
   readonly #cache = new Map<string, FailureRule & { retryableSet: boolean }>();
 
   constructor(options: PolicyResolverOptions = {}) {
-    this.#overrides = (options.overrides ?? []).map((entry, i) => compile(entry, i));
+    // The retry options' overrides are valid by construction; only the written ones meet the schema.
+    const fromRetry = options.retry === undefined ? [] : retryOverrides(options.retry).map(compiled);
+    this.#overrides = [
+      ...fromRetry,
+      ...(options.overrides ?? []).map((entry, i) => compiled(checked(entry, i))),
+    ];
     this.#random = options.random ?? Math.random;
   }
 
@@ -249,7 +262,7 @@ export function createPolicyResolver(options: PolicyResolverOptions = {}): Polic
   return new PolicyResolver(options);
 }
 
-function compile(entry: PolicyOverride, index: number): CompiledOverride {
+function checked(entry: PolicyOverride, index: number): PolicyOverride {
   const parsed = policyOverrideSchema.safeParse(entry);
   if (!parsed.success) {
     const issues = parsed.error.issues.map(
@@ -257,7 +270,10 @@ function compile(entry: PolicyOverride, index: number): CompiledOverride {
     );
     throw new InvalidArgumentError(`policy override #${index + 1} is invalid: ${issues.join('; ')}`);
   }
-  const e = parsed.data;
+  return parsed.data;
+}
+
+function compiled(e: PolicyOverride): CompiledOverride {
   return {
     kinds: setOf<string>(e.kind),
     stages: setOf<string>(e.stage),

@@ -35,11 +35,14 @@ import {
 } from './failure-kind.js';
 import { type FailureDecision, PolicyResolver } from './policy-resolver.js';
 import type { PolicyOverride } from './policy-table.js';
+import type { SimpleRetryPolicyOptions } from './simple-retry-policy.js';
 import type { Admission, FailurePolicy, PolicyDecision, WorkScope } from './types.js';
 
 export interface RecoveryPolicyOptions {
   /** `[[policy.overrides]]` entries (snake_case keys; see docs/error-handling.md). @default [] */
   overrides?: readonly PolicyOverride[];
+  /** The simple retry options, applied before `overrides` (see `PolicyResolverOptions.retry`). @default {} */
+  retry?: SimpleRetryPolicyOptions;
   /** Per-request / module / task error limits; `false` turns them off. @default the ErrorThresholds defaults */
   thresholds?: ErrorThresholdsOptions | false;
   /** Host and module circuit breakers; `false` turns them off. @default the CircuitBreakers defaults */
@@ -62,6 +65,7 @@ export class RecoveryPolicy implements FailurePolicy {
   constructor(options: RecoveryPolicyOptions = {}) {
     this.resolver = new PolicyResolver({
       ...(options.overrides === undefined ? {} : { overrides: options.overrides }),
+      ...(options.retry === undefined ? {} : { retry: options.retry }),
       ...(options.random === undefined ? {} : { random: options.random }),
     });
     this.thresholds = options.thresholds === false ? undefined : new ErrorThresholds(options.thresholds);
