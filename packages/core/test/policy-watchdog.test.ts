@@ -264,6 +264,71 @@ describe('DeadlineGroup', () => {
   });
 });
 
+describe('DeadlineGroup cohorts', () => {
+  const stuck = (signal: AbortSignal) =>
+    new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+
+  test('runs started within one resolution window share a signal; a later window gets its own', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, resolutionMs: 100, clock });
+    const parent = new AbortController();
+    const seen: AbortSignal[] = [];
+    const take = (signal: AbortSignal) => {
+      seen.push(signal);
+      return 1;
+    };
+    await Promise.all(Array.from({ length: 20 }, () => group.run(take, 'r', parent.signal)));
+    await clock.advance(99);
+    await group.run(take, 'r', parent.signal);
+    await clock.advance(1);
+    await group.run(take, 'r', parent.signal);
+    await group.run(take, 'r');
+    expect(new Set(seen.slice(0, 21)).size).toBe(1);
+    expect(seen[21]).not.toBe(seen[0]);
+    // Runs with no parent never share one with runs under a parent.
+    expect(seen[22]).not.toBe(seen[21]);
+    expect(seen.every((signal) => !signal.aborted)).toBe(true);
+  });
+
+  test("a cohort expires at its last run's deadline: no run is cut short, none is more than two windows late", async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 1_000, resolutionMs: 100, clock });
+    const first = group.run(stuck, 'first');
+    await clock.advance(50);
+    const second = group.run(stuck, 'second');
+    const outcome = { first: 'running', second: 'running' };
+    first.catch((err: Error) => (outcome.first = err.message));
+    second.catch((err: Error) => (outcome.second = err.message));
+    // 1,000 ms after the first started: the second has 50 ms left, so neither is aborted yet.
+    await clock.advance(950);
+    expect(outcome).toEqual({ first: 'running', second: 'running' });
+    await clock.advance(100);
+    await expect(first).rejects.toBeInstanceOf(HandlerTimeoutError);
+    // Each run is rejected with its own label, though their signal is one.
+    await expect(first).rejects.toThrow('first');
+    await expect(second).rejects.toThrow('second');
+    expect(group.size).toBe(0);
+  });
+
+  test('a run that starts once its cohort expired gets a fresh signal, not an aborted one', async () => {
+    const clock = new ManualClock();
+    const group = new DeadlineGroup({ timeoutMs: 100, resolutionMs: 1_000, clock });
+    const expired = group.run(stuck, 'expired');
+    expired.catch(() => {});
+    let signal: AbortSignal | undefined;
+    const blocked = group.run((s) => {
+      signal = s;
+      return stuck(s);
+    }, 'blocked');
+    blocked.catch(() => {});
+    await clock.advance(1_000);
+    await expect(expired).rejects.toBeInstanceOf(HandlerTimeoutError);
+    expect(signal?.aborted).toBe(true);
+    const next = await group.run((s) => s.aborted, 'next');
+    expect(next).toBe(false);
+  });
+});
+
 describe('DeadlineGroup under one parent signal', () => {
   test('runs share one abort listener on the parent, removed when the last one ends', async () => {
     const clock = new ManualClock();

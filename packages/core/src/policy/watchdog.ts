@@ -16,6 +16,7 @@
  * by itself; whatever it emits late is made harmless by idempotency (items carry a stable
  * `itemId`, requests are deduplicated), which is the same reasoning as for a redelivered lease.
  */
+import { setMaxListeners } from 'node:events';
 import { HandlerTimeoutError, InvalidArgumentError } from '../errors.js';
 import { type Clock, systemClock, type TimerHandle } from '../schedule/clock.js';
 import { policyChannels, type WatchdogTimeoutMessage } from './policy-channels.js';
@@ -54,7 +55,8 @@ export interface DeadlineGroupOptions {
   /** Every handler of the group gets this deadline; 0 or Infinity: none. */
   timeoutMs: number;
   /**
-   * How often deadlines are checked: a handler is aborted at most this late.
+   * How often deadlines are checked, and how long runs keep joining one cohort: a handler is
+   * aborted at most twice this late.
    * @default timeoutMs / 20, between 10 ms and 1 s
    */
   resolutionMs?: number;
@@ -65,11 +67,44 @@ export interface DeadlineGroupOptions {
 }
 
 interface PendingRun {
-  readonly deadline: number;
-  readonly controller: AbortController;
+  readonly cohort: Cohort;
   readonly label: string | (() => string);
   readonly parent: AbortSignal | undefined;
   readonly expire: (error: HandlerTimeoutError) => void;
+}
+
+/**
+ * The runs that started under one parent within one resolution window. They share one
+ * AbortController, and so one deadline: the latest of theirs, so that none is cut short.
+ */
+class Cohort {
+  readonly controller = new AbortController();
+  readonly opened: number;
+  /** The deadline of the cohort's last run; every run of it expires then. */
+  deadline: number;
+  aborted = false;
+  #signal: AbortSignal | undefined;
+
+  constructor(opened: number, deadline: number) {
+    this.opened = opened;
+    this.deadline = deadline;
+  }
+
+  /** Made on first read: a run whose handler never reads it costs no signal. */
+  get signal(): AbortSignal {
+    if (this.#signal === undefined) {
+      this.#signal = this.controller.signal;
+      // Every run of the cohort (a download and its HTTP request) may listen on it.
+      setMaxListeners(0, this.#signal);
+    }
+    return this.#signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.controller.abort(reason);
+  }
 }
 
 /** The one abort listener a group keeps on a parent signal, and the runs it serves. */
@@ -82,15 +117,24 @@ interface ParentWatch {
  * Deadlines for many concurrent handlers with one coarse timer. Every stage handler of the
  * engine runs through one of these, so the hot path pays a Set insert and delete per handler
  * instead of arming and clearing a timer each (and the label is only formatted for a handler
- * that actually times out). A deadline of minutes enforced up to `resolutionMs` late changes
- * nothing for the work. Handlers under the same parent signal (a stage's shutdown signal)
- * share one abort listener on it, kept while any of them runs, instead of adding and
- * removing one each.
+ * that actually times out). A deadline of minutes enforced up to two `resolutionMs` late
+ * changes nothing for the work.
+ *
+ * The runs that start under the same parent signal (a stage's shutdown signal) within one
+ * `resolutionMs` form a cohort: they share one AbortController — an AbortSignal is a whole
+ * EventTarget, and one per handler was a measurable share of a small page's cost — and one
+ * deadline, the latest of theirs, at which every run of the cohort still running expires.
+ * So a run's signal may abort after the run has ended (another run of its cohort timed out,
+ * or the parent aborted): work must not keep using it past its run. Runs under the same
+ * parent share one abort listener on it, kept while any of them runs.
  *
  * ```
- *   run(fn) ─▶ live set ◀── sweep every resolutionMs (only while the set is non-empty)
- *                │              └─ deadline passed ─▶ abort(HandlerTimeoutError), reject
- *                ├─ parent aborts ─▶ one listener aborts every run under it
+ *   run(fn) ─▶ cohort (opened ≤ resolutionMs ago, same parent) ─▶ fn(cohort's signal)
+ *                │
+ *                ├─ live set ◀── sweep every resolutionMs (only while the set is non-empty)
+ *                │                 └─ cohort's deadline passed ─▶ its live runs: reject(HandlerTimeoutError);
+ *                │                                               the cohort's signal aborts
+ *                ├─ parent aborts ─▶ one listener aborts every cohort under it
  *                └─ fn settles first ─▶ removed, its result / error
  * ```
  */
@@ -102,6 +146,8 @@ export class DeadlineGroup {
   readonly #onTimeout: ((error: HandlerTimeoutError) => void) | undefined;
   readonly #live = new Set<PendingRun>();
   readonly #parents = new Map<AbortSignal, ParentWatch>();
+  /** The cohort new runs join, by parent (`undefined`: runs with no parent). */
+  readonly #open = new Map<AbortSignal | undefined, Cohort>();
   #timer: TimerHandle | undefined;
 
   constructor(options: DeadlineGroupOptions) {
@@ -124,8 +170,7 @@ export class DeadlineGroup {
     label: string | (() => string),
     parent?: AbortSignal,
   ): Promise<T> {
-    const controller = new AbortController();
-    if (parent?.aborted) controller.abort(parent.reason);
+    const cohort = this.#cohortFor(parent);
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const finish = (): boolean => {
@@ -135,13 +180,12 @@ export class DeadlineGroup {
         return true;
       };
       const pending: PendingRun = {
-        deadline: this.#clock.now() + this.timeoutMs,
-        controller,
+        cohort,
         label,
         parent,
         expire: (error) => {
           if (!finish()) return;
-          controller.abort(error);
+          cohort.abort(error);
           reject(error);
         },
       };
@@ -152,7 +196,7 @@ export class DeadlineGroup {
       if (parent !== undefined && !parent.aborted) this.#watch(parent, pending);
       let result: Promise<T>;
       try {
-        result = Promise.resolve(fn(controller.signal));
+        result = Promise.resolve(fn(cohort.signal));
       } catch (err) {
         result = Promise.reject(err);
       }
@@ -168,13 +212,33 @@ export class DeadlineGroup {
     });
   }
 
+  #cohortFor(parent: AbortSignal | undefined): Cohort {
+    const now = this.#clock.now();
+    const deadline = now + this.timeoutMs;
+    if (parent?.aborted) {
+      // Starts aborted, alone: nothing else may share an aborted signal.
+      const aborted = new Cohort(now, deadline);
+      aborted.abort(parent.reason);
+      return aborted;
+    }
+    let cohort = this.#open.get(parent);
+    if (cohort === undefined || cohort.aborted || now - cohort.opened >= this.#resolutionMs) {
+      cohort = new Cohort(now, deadline);
+      this.#open.set(parent, cohort);
+    } else {
+      cohort.deadline = deadline;
+    }
+    return cohort;
+  }
+
   #watch(parent: AbortSignal, pending: PendingRun): void {
     let watch = this.#parents.get(parent);
     if (watch === undefined) {
       const runs = new Set<PendingRun>();
       const onAbort = () => {
         this.#parents.delete(parent);
-        for (const run of runs) run.controller.abort(parent.reason);
+        this.#open.delete(parent);
+        for (const run of runs) run.cohort.abort(parent.reason);
       };
       watch = { runs, onAbort };
       this.#parents.set(parent, watch);
@@ -213,7 +277,7 @@ export class DeadlineGroup {
   #sweep(): void {
     const now = this.#clock.now();
     for (const pending of [...this.#live]) {
-      if (pending.deadline > now) continue;
+      if (pending.cohort.deadline > now) continue;
       const label = typeof pending.label === 'string' ? pending.label : pending.label();
       const error = new HandlerTimeoutError(label, this.timeoutMs);
       if (policyChannels.watchdog.hasSubscribers) {
