@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/internal.ts'],
+  entry: ['src/index.ts', 'src/config-entry.ts', 'src/internal.ts'],
   format: ['esm'],
   target: 'node20',
   platform: 'node',

@@ -11,7 +11,7 @@
  * new method here and a new option there — the existing ones do not change.
  */
 import { readFileSync } from 'node:fs';
-import { ClusterConfig } from '@mocra/cluster';
+import { ClusterConfig } from '@mocra/cluster/config';
 import {
   apiOptionsFromConfig,
   applyLiveConfig,

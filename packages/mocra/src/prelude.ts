@@ -4,7 +4,7 @@
  */
 
 // The embedded Raft cluster: `.cluster(ClusterConfig.bootstrap(…))` / `.join(…)` / `.fromEnv()`.
-export { ClusterConfig } from '@mocra/cluster';
+export { ClusterConfig } from '@mocra/cluster/config';
 export type {
   BreakerSnapshot,
   CronInput,

@@ -30,6 +30,7 @@ interface Graph {
   crawled?: number;
   afterCrawl?: string[];
   sources?: string[];
+  workspace?: string[];
 }
 
 async function graph(...args: string[]): Promise<Graph> {
@@ -378,6 +379,19 @@ test('the root of @mocra/core loads none of the backend, downloader and cluster 
       `mocra loads ${sub} code`,
     ).toEqual([]);
   }
+  // Of the Raft package the facade loads only ClusterConfig, and of the DAG executor only the
+  // graph check that module graphs use: the node, its log and the executor load with a run.
+  const { workspace } = await sourceGraph('mocra');
+  expect(workspace!.filter((f) => f.startsWith('cluster/'))).toEqual([
+    'cluster/src/config-entry.ts',
+    'cluster/src/config/cluster-config.ts',
+    'cluster/src/errors.ts',
+  ]);
+  expect(workspace!.filter((f) => f.startsWith('dag/'))).toEqual([
+    'dag/src/errors.ts',
+    'dag/src/graph-entry.ts',
+    'dag/src/graph/analyze.ts',
+  ]);
   // And each subpath does load its own (so that the patterns name real files).
   const { sources: redis } = await sourceGraph('@mocra/core/redis');
   expect(redis!.filter((f) => LAZY_SOURCES.redis!.test(f)).length).toBe(3);

@@ -15,7 +15,7 @@
  * Entry nodes are every node without a predecessor (in declaration order) — all of them start,
  * not only the first.
  */
-import { analyzeGraph } from '@mocra/dag';
+import { analyzeGraph } from '@mocra/dag/graph';
 import { InvalidModuleError } from '../errors.js';
 import type { Module, ModuleGraphDefinition, ModuleNode, NodeRef } from './types.js';
 
