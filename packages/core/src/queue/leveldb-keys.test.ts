@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { composeKey, readSeq, topicPrefix, writeSeq } from './leveldb-keys.js';
+import { composeKey, KeyArena, priorityCode, readSeq, topicPrefix, writeSeq } from './leveldb-keys.js';
 
 describe('leveldb keys', () => {
   test('seq round-trips big-endian across the 32-bit boundary and up to 2^53 - 1', () => {
@@ -21,5 +21,21 @@ describe('leveldb keys', () => {
     const keys = seqs.map((seq) => composeKey(prefix, undefined, seq));
     const sorted = [...keys].sort((a, b) => Buffer.compare(a, b)).map((k) => readSeq(k, prefix.length));
     expect(sorted).toEqual([...seqs].sort((a, b) => a - b));
+  });
+
+  test('an arena composes the same bytes as composeKey, in shared blocks, never overwriting a key it gave out', () => {
+    const arena = new KeyArena();
+    const prefix = topicPrefix('m', 'request');
+    const lane = priorityCode(3);
+    const given: { key: Uint8Array; seq: number }[] = [];
+    // Enough keys to fill several blocks.
+    for (let seq = 0; seq < 10_000; seq++)
+      given.push({ key: arena.compose(prefix, seq % 2 ? lane : undefined, seq), seq });
+    for (const { key, seq } of given) {
+      expect([...key]).toEqual([...composeKey(prefix, seq % 2 ? lane : undefined, seq)]);
+    }
+    const blocks = new Set(given.map(({ key }) => key.buffer));
+    expect(blocks.size).toBeGreaterThan(1);
+    expect(blocks.size).toBeLessThan(given.length / 100);
   });
 });

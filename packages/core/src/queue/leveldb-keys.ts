@@ -89,3 +89,32 @@ export function composeKey(prefix: Uint8Array, prio: Uint8Array | undefined, seq
   writeSeq(out, prefix.length + p, seq);
   return out;
 }
+
+/**
+ * Keys of write operations, carved out of shared blocks. A key given to the native batch is
+ * copied at `put`, so it only has to outlive that call; one array per key would be one native
+ * backing store per record (the binding materializes a small array's buffer) — a thousand per
+ * spilled page, freed only when their wrappers are collected. A block is never reused: once
+ * full, the next one is new, and the old one goes with the last of its keys.
+ */
+export class KeyArena {
+  #block = new Uint8Array(0);
+  #used = 0;
+
+  compose(prefix: Uint8Array, prio: Uint8Array | undefined, seq: number): Uint8Array {
+    const p = prio?.length ?? 0;
+    const length = prefix.length + p + 8;
+    if (this.#used + length > this.#block.length) {
+      this.#block = new Uint8Array(Math.max(ARENA_BYTES, length));
+      this.#used = 0;
+    }
+    const out = this.#block.subarray(this.#used, this.#used + length);
+    this.#used += length;
+    out.set(prefix, 0);
+    if (prio) out.set(prio, prefix.length);
+    writeSeq(out, prefix.length + p, seq);
+    return out;
+  }
+}
+
+const ARENA_BYTES = 64 * 1024;

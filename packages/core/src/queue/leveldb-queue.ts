@@ -67,6 +67,7 @@ import {
 import { BatchWriter, type WriteOp } from './leveldb-batch-writer.js';
 import {
   composeKey,
+  KeyArena,
   prefixEnd,
   priorityCode,
   priorityOf,
@@ -358,6 +359,8 @@ class LevelStorage<T> implements TableStorage<T> {
   readonly #aPrefix: Uint8Array;
   readonly #sKey: Uint8Array;
   readonly #laneCodes = new Map<number, Uint8Array>();
+  /** Keys of write operations (see KeyArena). */
+  readonly #keys = new KeyArena();
   #savedSeq = -1;
   /** Attempts of messages that were leased when the process died (persistent recovery). */
   readonly #recoveredAttempts = new Map<number, number>();
@@ -479,14 +482,15 @@ class LevelStorage<T> implements TableStorage<T> {
 
   #recordKey(priority: number, seq: number, kind: 'm' | 't'): Uint8Array {
     return kind === 'm'
-      ? composeKey(this.#mPrefix, this.#laneCode(priority), seq)
-      : composeKey(this.#tPrefix, undefined, seq);
+      ? this.#keys.compose(this.#mPrefix, this.#laneCode(priority), seq)
+      : this.#keys.compose(this.#tPrefix, undefined, seq);
   }
 
   dropRecord(entry: TableEntry<T>, ops: StorageOp[]): void {
     if (entry.onDisk === undefined) return;
     ops.push({ type: 'del', key: this.#recordKey(entry.priority, entry.seq, entry.onDisk) });
-    if (entry.onDisk === 'm') ops.push({ type: 'del', key: composeKey(this.#aPrefix, undefined, entry.seq) });
+    if (entry.onDisk === 'm')
+      ops.push({ type: 'del', key: this.#keys.compose(this.#aPrefix, undefined, entry.seq) });
     entry.onDisk = undefined;
   }
 
@@ -501,7 +505,7 @@ class LevelStorage<T> implements TableStorage<T> {
   leased(entry: TableEntry<T>, ops: StorageOp[]): void {
     const value = new Uint8Array(4);
     new DataView(value.buffer).setUint32(0, entry.attempt);
-    ops.push({ type: 'put', key: composeKey(this.#aPrefix, undefined, entry.seq), value });
+    ops.push({ type: 'put', key: this.#keys.compose(this.#aPrefix, undefined, entry.seq), value });
   }
 
   /** Read the next records of a lane from disk into its head. */
