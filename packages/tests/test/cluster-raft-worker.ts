@@ -74,6 +74,9 @@ diagnostics_channel.subscribe('mocra:schedule:fire', (message) => {
 // A DAG job: a chain of local and remote-placed steps; `hold` is long, so a run can be caught in it.
 const step =
   (id: string, ms: number) => async (ctx: { fencingToken: number | undefined; signal: AbortSignal }) => {
+    // Started: its predecessors' outputs are checkpointed by then (the executor commits a
+    // node's output before its successors may start).
+    await sink.rpush(`${sinkKey}:dagstart`, `${id}|${me}|${ctx.fencingToken}`);
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(resolve, ms);
       ctx.signal.addEventListener('abort', () => {

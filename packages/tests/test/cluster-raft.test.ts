@@ -199,7 +199,12 @@ test('3 Raft nodes crawl the catalog; the leader (running the DAG job) is SIGKIL
 
     // ── the DAG job: wait until its run is in its long local step, on some node H ────────
     const dagDone = async () => (await redis.lrange(`${sinkKey}:dag`, 0, -1)).map((l) => l.split('|'));
+    // Wait for the long step to start, not for the row of the step before it: a remote step
+    // writes its row before its result is back on the holder and checkpointed, and a kill in
+    // that gap rightly runs it again.
     const enriched = await until('the DAG run to reach its long step', async () => {
+      const started = await redis.lrange(`${sinkKey}:dagstart`, 0, -1);
+      if (!started.some((l) => l.startsWith('hold|'))) return undefined;
       const rows = await dagDone();
       return rows.some((r) => r[0] === 'enrich') ? rows : undefined;
     });
