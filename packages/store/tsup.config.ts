@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: ['src/index.ts', 'src/config-entry.ts'],
   format: ['esm'],
   target: 'node20',
   platform: 'node',
@@ -9,5 +9,5 @@ export default defineConfig({
   tsconfig: 'tsconfig.build.json',
   sourcemap: true,
   clean: true,
-  splitting: false,
+  splitting: true,
 });

@@ -392,6 +392,14 @@ test('the root of @mocra/core loads none of the backend, downloader and cluster 
     'dag/src/graph-entry.ts',
     'dag/src/graph/analyze.ts',
   ]);
+  // Of the store only how module configs are built and its error classes: the repository, its
+  // drivers and migrations load with the first store a run opens.
+  expect(workspace!.filter((f) => f.startsWith('store/'))).toEqual([
+    'store/src/config-entry.ts',
+    'store/src/config/module-config.ts',
+    'store/src/errors.ts',
+    'store/src/model/json.ts',
+  ]);
   // And each subpath does load its own (so that the patterns name real files).
   const { sources: redis } = await sourceGraph('@mocra/core/redis');
   expect(redis!.filter((f) => LAZY_SOURCES.redis!.test(f)).length).toBe(3);

@@ -21,7 +21,7 @@ import {
   MODULE_CONFIG_PRECEDENCE,
   type ModuleConfig,
   type ModuleConfigLayers,
-} from '@mocra/store';
+} from '@mocra/store/config';
 import { type ConfigIssue, ConfigValidationError, InvalidArgumentError } from '../errors.js';
 import type { ProxyChoice } from '../model/request.js';
 import { toConfigIssues } from './load.js';

@@ -16,14 +16,8 @@
  * ```
  */
 import { hostname } from 'node:os';
-import {
-  ContextUnavailableError,
-  createStore,
-  type LogEntryInput,
-  type LogLevel,
-  type StoreRepository,
-  type TaskContext,
-} from '@mocra/store';
+import type { LogEntryInput, LogLevel, StoreRepository, TaskContext } from '@mocra/store';
+import { ContextUnavailableError } from '@mocra/store/config';
 import type { ModuleConfigResolver } from '../config/module-config.js';
 import type { Coordination } from '../coordination/types.js';
 import { UnknownMiddlewareError } from '../errors.js';
@@ -107,7 +101,8 @@ export class EngineStore {
   repository(): Promise<StoreRepository> {
     this.#store ??= (async () => {
       const given = this.options.store;
-      const store = given ?? (await createStore(this.options.open!));
+      // The repository and its drivers load with the first store a run opens, not with the engine.
+      const store = given ?? (await (await import('@mocra/store')).createStore(this.options.open!));
       if (given === undefined) this.#opened = store;
       if (this.options.migrate) {
         const { applied } = await store.migrate();

@@ -17,15 +17,13 @@
  * A token read that fails while a token is cached keeps serving the cached configs (the crawl
  * goes on through a database hiccup, reported on `mocra:db:error`).
  */
+import type { ModuleContext, StoreRepository, TaskContext } from '@mocra/store';
 import {
   ContextUnavailableError,
   type JsonObject,
   type ModuleConfigLayers,
-  type ModuleContext,
   type NamedConfig,
-  type StoreRepository,
-  type TaskContext,
-} from '@mocra/store';
+} from '@mocra/store/config';
 import {
   type MemoryModuleConfigData,
   MemoryModuleConfigProvider,
