@@ -61,6 +61,42 @@ describe('RequestDeadline', () => {
     expect(kept).not.toHaveBeenCalled();
   });
 
+  test("requests that share the caller's signal add one listener to it, and its abort reaches every one not cleared", () => {
+    const outer = new AbortController();
+    const add = vi.spyOn(outer.signal, 'addEventListener');
+    const remove = vi.spyOn(outer.signal, 'removeEventListener');
+    const deadlines = Array.from(
+      { length: 5 },
+      () => new RequestDeadline(outer.signal, 10_000, () => new Error('too slow')),
+    );
+    const heard = deadlines.map((d) => {
+      const listener = vi.fn();
+      d.addEventListener('abort', listener);
+      return listener;
+    });
+    deadlines[1]!.clear();
+    deadlines[3]!.clear();
+    expect(add).toHaveBeenCalledTimes(1);
+    expect(remove).not.toHaveBeenCalled();
+    outer.abort(new Error('stopped'));
+    expect(deadlines.map((d) => d.aborted)).toEqual([true, false, true, false, true]);
+    expect(heard.map((l) => l.mock.calls.length)).toEqual([1, 0, 1, 0, 1]);
+    expect((deadlines[4]!.reason as Error).message).toBe('stopped');
+    for (const d of deadlines) d.clear();
+  });
+
+  test("a caller's signal that aborted after its requests were cleared is followed again by new ones", () => {
+    const first = new AbortController();
+    const done = new RequestDeadline(first.signal, 10_000, () => new Error('too slow'));
+    done.clear();
+    first.abort();
+    expect(done.aborted).toBe(false);
+    const second = new AbortController();
+    const next = new RequestDeadline(second.signal, 10_000, () => new Error('too slow'));
+    second.abort(new Error('later'));
+    expect((next.reason as Error).message).toBe('later');
+  });
+
   test('a listener that throws does not keep the others from hearing the abort', async () => {
     vi.useFakeTimers();
     const deadline = new RequestDeadline(undefined, 10, () => new Error('too slow'));

@@ -11,16 +11,23 @@
  *   caller's signal ──abort──┐
  *                            ├──▶ #abort(reason) ──▶ each listener once ──▶ undici cancels
  *   setTimeout(ms) ──────────┘     (first one wins; clear() disarms both)
+ *
+ * The caller's signal is shared by many requests (the stage gives the runs of one watchdog window
+ * one signal): each deadline joins that signal's set of followers, and the signal gets a single
+ * 'abort' listener for the whole set, instead of an EventTarget listener added and removed per
+ * request.
  */
 type Listener = (event: { type: 'abort' }) => void;
 
 const ABORT_EVENT = Object.freeze({ type: 'abort' as const });
 
+/** The deadlines that follow each caller's signal (see the module comment). */
+const followers = new WeakMap<AbortSignal, Set<RequestDeadline>>();
+
 export class RequestDeadline {
   readonly ms: number;
   readonly #outer: AbortSignal | undefined;
   #timer: NodeJS.Timeout | undefined;
-  readonly #onOuterAbort = () => this.#abort(this.#outer?.reason);
   #listeners: Listener[] | undefined;
   #aborted = false;
   #reason: unknown;
@@ -34,7 +41,7 @@ export class RequestDeadline {
       this.#abort(outer.reason);
       return;
     }
-    outer?.addEventListener('abort', this.#onOuterAbort, { once: true });
+    if (outer !== undefined) RequestDeadline.#follow(outer, this);
     this.#timer = setTimeout(() => {
       this.#expired = true;
       this.#abort(reason());
@@ -71,7 +78,25 @@ export class RequestDeadline {
   /** Stops the timer and lets go of the caller's signal. Idempotent. */
   clear(): void {
     clearTimeout(this.#timer);
-    this.#outer?.removeEventListener('abort', this.#onOuterAbort);
+    if (this.#outer !== undefined) followers.get(this.#outer)?.delete(this);
+  }
+
+  static #follow(outer: AbortSignal, deadline: RequestDeadline): void {
+    let set = followers.get(outer);
+    if (set === undefined) {
+      const created = new Set<RequestDeadline>();
+      set = created;
+      followers.set(outer, created);
+      outer.addEventListener(
+        'abort',
+        () => {
+          followers.delete(outer);
+          for (const d of created) d.#abort(outer.reason);
+        },
+        { once: true },
+      );
+    }
+    set.add(deadline);
   }
 
   #abort(reason: unknown): void {

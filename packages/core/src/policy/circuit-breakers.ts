@@ -73,7 +73,7 @@ export interface CircuitBreakerOptions {
 /** What `check` is asked about: the work that wants to run. */
 export interface BreakerWork {
   /** What the work is about (its URL or fingerprint): see the module comment. */
-  subject?: string;
+  subject?: string | undefined;
   /**
    * Whether the work ran before (a retry). An exhausted breaker refuses only work that was
    * tried; work that never was runs once. @default true

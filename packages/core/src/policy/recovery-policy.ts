@@ -24,7 +24,12 @@
 import { CircuitOpenError } from '../errors.js';
 import type { ErrorEvent, StageName } from '../model/events.js';
 import type { Response } from '../model/response.js';
-import { type BreakerScope, type CircuitBreakerOptions, CircuitBreakers } from './circuit-breakers.js';
+import {
+  type BreakerPermit,
+  type BreakerScope,
+  type CircuitBreakerOptions,
+  CircuitBreakers,
+} from './circuit-breakers.js';
 import { ErrorThresholds, type ErrorThresholdsOptions, type ThresholdVerdict } from './error-thresholds.js';
 import {
   classifyCode,
@@ -57,6 +62,15 @@ function isKind(value: unknown): value is FailureKind {
   return typeof value === 'string' && KINDS.has(value);
 }
 
+/** The admission of work a breaker does not let through. */
+function refused(scope: BreakerScope, key: string, permit: BreakerPermit & { allowed: false }): Admission {
+  if (permit.exhausted) return { error: new CircuitOpenError(scope, key, permit.retryAfterMs, true) };
+  return {
+    deferMs: Math.max(1, permit.retryAfterMs),
+    reason: `circuit breaker of ${scope} '${key}' is ${permit.state}`,
+  };
+}
+
 export class RecoveryPolicy implements FailurePolicy {
   readonly resolver: PolicyResolver;
   readonly thresholds: ErrorThresholds | undefined;
@@ -76,29 +90,23 @@ export class RecoveryPolicy implements FailurePolicy {
     const terminated = this.thresholds?.terminated({ module: work.module, task: work.runId });
     if (terminated) return { error: terminated };
     if (stage !== 'download' || !this.breakers) return undefined;
-    const host = hostOf(work);
-    const targets: [BreakerScope, string][] = [];
-    if (host !== undefined) targets.push(['host', host]);
-    if (work.module !== undefined) targets.push(['module', work.module]);
-    const granted: [BreakerScope, string][] = [];
     const subject = requestKey(work);
-    const ask = {
-      ...(subject === undefined ? {} : { subject }),
-      tried: work.attempt === undefined || work.attempt > 0,
-    };
-    for (const [scope, key] of targets) {
-      const permit = this.breakers.check(scope, key, ask);
-      if (permit.allowed) {
-        if (permit.probe) granted.push([scope, key]);
-        continue;
+    const ask = { subject, tried: work.attempt === undefined || work.attempt > 0 };
+    // The host's breaker first, then the module's (once per download: no lists built per call).
+    const host = hostOf(work);
+    let hostProbe = false;
+    if (host !== undefined) {
+      const permit = this.breakers.check('host', host, ask);
+      if (!permit.allowed) return refused('host', host, permit);
+      hostProbe = permit.probe === true;
+    }
+    if (work.module !== undefined) {
+      const permit = this.breakers.check('module', work.module, ask);
+      if (!permit.allowed) {
+        // The host's probe granted above is not going to run.
+        if (hostProbe) this.breakers.release('host', host!);
+        return refused('module', work.module, permit);
       }
-      // A probe granted by an earlier breaker of this work is not going to run.
-      for (const [s, k] of granted) this.breakers.release(s, k);
-      if (permit.exhausted) return { error: new CircuitOpenError(scope, key, permit.retryAfterMs, true) };
-      return {
-        deferMs: Math.max(1, permit.retryAfterMs),
-        reason: `circuit breaker of ${scope} '${key}' is ${permit.state}`,
-      };
     }
     return undefined;
   }

@@ -9,6 +9,7 @@ import type { RegisteredModule } from '../../module/registry.js';
 import { DEFAULT_ACCOUNT, DEFAULT_PLATFORM, type ModuleScope } from '../../module/runtime.js';
 import { channels } from '../../observability/channels.js';
 import { parseRetryAfterMs } from '../../policy/backoff.js';
+import type { WorkScope } from '../../policy/types.js';
 import type { Delivery } from '../../queue/types.js';
 import { REPLAYED_HEADER } from '../dead-letters.js';
 import { LocalDelivery } from '../local-delivery.js';
@@ -28,6 +29,8 @@ interface DownloadWork {
   settings: ModuleDownloadSettings;
   downloader: Downloader;
   response: Response;
+  /** What the policy was told about this download at admission. */
+  work: WorkScope;
 }
 
 export function downloadStage(env: StageEnv) {
@@ -53,8 +56,10 @@ export function downloadStage(env: StageEnv) {
         origin: request,
       }),
     ),
-    async function admitByPolicy({ delivery, request }) {
-      const admission = env.policy.admit?.('download', workOf(request, attemptsOf(delivery)));
+    async function admitByPolicy(w) {
+      const { delivery, request } = w;
+      w.work = workOf(request, attemptsOf(delivery));
+      const admission = env.policy.admit?.('download', w.work);
       if (admission === undefined) return undefined;
       if ('error' in admission) throw admission.error;
       // A circuit breaker is open: put the request back without counting a failure.
@@ -125,7 +130,7 @@ export function downloadStage(env: StageEnv) {
       if (env.debug) env.log.debug({ url: response.url, status: response.status }, 'downloaded');
       return undefined;
     },
-    function checkStatus({ delivery, request, response }) {
+    function checkStatus({ delivery, request, response, work }) {
       if (env.policy.retryStatus(response, attemptsOf(delivery))) {
         throw new HttpStatusError(
           response.url,
@@ -133,7 +138,16 @@ export function downloadStage(env: StageEnv) {
           parseRetryAfterMs(response.header('retry-after'), Date.now()),
         );
       }
-      env.policy.succeeded?.('download', { ...workOf(request), status: response.status });
+      // A new object (the policy may have kept the one it admitted), without parsing the URL again.
+      env.policy.succeeded?.('download', {
+        module: work.module,
+        runId: work.runId,
+        url: work.url,
+        fingerprint: work.fingerprint,
+        host: work.host,
+        attempt: work.attempt,
+        status: response.status,
+      });
       countResponse(env, request, response);
       return undefined;
     },
