@@ -1,15 +1,8 @@
 // @mocra/store — accounts × platforms × modules in PostgreSQL or SQLite, task results, logs and
 // idempotent item stores. See docs/store.md.
 
-export {
-  buildModuleConfig,
-  type ConfigSource,
-  MODULE_CONFIG_PRECEDENCE,
-  ModuleConfig,
-  type ModuleConfigLayerName,
-  type ModuleConfigLayers,
-  type NamedConfig,
-} from './config/module-config.js';
+// Module configs and the error classes, also the `@mocra/store/config` subpath.
+export * from './config-entry.js';
 export type { Backend } from './driver/types.js';
 export {
   ConfigTypeError,
