@@ -135,9 +135,16 @@ export function fingerprintParts(
   normalizedUrl: string,
   body: string | Uint8Array | undefined,
 ): string {
-  if (body === undefined || body.length === 0)
-    return hash('sha1', `${method}\n${normalizedUrl}`, 'base64url');
+  if (body === undefined || body.length === 0) return fingerprintOfHead(`${method}\n${normalizedUrl}`);
   if (typeof body === 'string') return hash('sha1', `${method}\n${normalizedUrl}\n${body}`, 'base64url');
   const head = Buffer.from(`${method}\n${normalizedUrl}\n`);
   return hash('sha1', Buffer.concat([head, body]), 'base64url');
+}
+
+/**
+ * The fingerprint of a request without a body, from the text it hashes: `METHOD '\n'
+ * normalizedUrl` (the frontier's FingerprintMemo keeps fingerprints by that text).
+ */
+export function fingerprintOfHead(head: string): string {
+  return hash('sha1', head, 'base64url');
 }

@@ -3,7 +3,8 @@
  * to the `request` topic. In one place it
  *
  *   1. validates the URL (absolute http/https; else InvalidUrlError, reported, crawl goes on),
- *   2. computes the fingerprint (normalized URL + method + body, `fingerprint.ts`),
+ *   2. computes the fingerprint (normalized URL + method + body, `fingerprint.ts`; those of URLs
+ *      met recently are remembered, `fingerprint-memo.ts`),
  *   3. drops requests deeper than `maxDepth`,
  *   4. drops duplicates (the `Deduplicator`; `skipDedup` requests bypass it),
  *   5. drops what exceeds `maxPages` (counted on admissions, so retries never use budget).
@@ -19,7 +20,8 @@ import type { MocraError } from '../errors.js';
 import { PARSED_URL, type Request } from '../model/request.js';
 import { TieredDeduplicator } from './dedup/tiered-deduplicator.js';
 import type { Deduplicator } from './dedup.js';
-import { type FingerprintOptions, fingerprintParts, normalizeHref, requestHref } from './fingerprint.js';
+import { type FingerprintOptions, normalizeHref, requestHref } from './fingerprint.js';
+import { FingerprintMemo } from './fingerprint-memo.js';
 import { type DownloadGate, OPEN_GATE } from './gate.js';
 
 export interface FrontierOptions {
@@ -70,6 +72,7 @@ export class Frontier {
   readonly #maxDepth: number;
   readonly #maxPages: number;
   readonly #stats: FrontierStats = { admitted: 0, duplicates: 0, overDepth: 0, overLimit: 0, invalid: 0 };
+  readonly #fingerprints = new FingerprintMemo();
 
   constructor(options: FrontierOptions = {}) {
     this.gate = options.gate ?? OPEN_GATE;
@@ -88,6 +91,8 @@ export class Frontier {
   async admit(requests: readonly Request[], options: AdmitOptions = {}): Promise<AdmissionResult> {
     const candidates: Request[] = [];
     const invalid: AdmissionResult['invalid'] = [];
+    // The dedup keys, in candidates' order (skipping `skipDedup` ones), gathered in the same pass.
+    const keys: string[] | undefined = this.#dedup ? [] : undefined;
     for (const request of requests) {
       try {
         const href = requestHref(request);
@@ -95,36 +100,34 @@ export class Frontier {
           this.#stats.overDepth++;
           continue;
         }
-        request.fingerprint = fingerprintParts(
+        const fingerprint = this.#fingerprints.fingerprint(
           request.method,
           normalizeHref(href, this.#fingerprint),
           request.body,
         );
+        request.fingerprint = fingerprint;
         // The parsed URL is not kept while the request waits in the queue: ~250 bytes a request,
         // and the queue's in-memory head holds up to 50,000 of them. The downloader parses again.
         request[PARSED_URL] = undefined;
         candidates.push(request);
+        if (keys !== undefined && !request.skipDedup) keys.push(request.dedupKey ?? fingerprint);
       } catch (err) {
         this.#stats.invalid++;
         invalid.push({ request, error: err as MocraError });
       }
     }
     let fresh: readonly boolean[] | undefined;
-    if (this.#dedup && candidates.length > 0) {
-      const keys: string[] = [];
-      for (const r of candidates) if (!r.skipDedup) keys.push(r.dedupKey ?? r.fingerprint!);
+    if (keys !== undefined && keys.length > 0) {
       const answer =
-        keys.length === 0
-          ? []
-          : options.claim === undefined
-            ? this.#seen.markSeen(keys)
-            : this.#seen.markSeen(keys, { claim: options.claim, redelivered: options.redelivered ?? false });
+        options.claim === undefined
+          ? this.#seen.markSeen(keys)
+          : this.#seen.markSeen(keys, { claim: options.claim, redelivered: options.redelivered ?? false });
       fresh = answer instanceof Promise ? await answer : answer;
     }
     const admitted: Request[] = [];
     let k = 0;
     for (const request of candidates) {
-      if (fresh && !request.skipDedup && !fresh[k++]) {
+      if (fresh !== undefined && !request.skipDedup && !fresh[k++]) {
         this.#stats.duplicates++;
         continue;
       }

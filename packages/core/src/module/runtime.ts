@@ -569,7 +569,13 @@ export class ModuleRuntime {
       const key = `${module}\u0000${node}`;
       let group = groups.get(key);
       if (!group) {
-        group = { ...base, module, node, requests: [], meta: {} };
+        // Field by field, not `{ ...base, module, … }`: V8 builds an object spread together with
+        // other properties on a slow path (a new hidden class each time), and every page with
+        // links makes one of these.
+        group = { runId: base.runId, depth: base.depth, module, node, requests: [], meta: {} };
+        if (base.parent !== undefined) group.parent = base.parent;
+        if (base.account !== undefined) group.account = base.account;
+        if (base.platform !== undefined) group.platform = base.platform;
         groups.set(key, group);
         result.followUps.push(group);
       }

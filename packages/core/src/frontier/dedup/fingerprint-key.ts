@@ -30,12 +30,21 @@ const scratch = new Uint8Array(21);
  * four words in `words` (w0…w3).
  */
 export function keyOf(fingerprint: string, out: Uint8Array, offset: number, words: Uint32Array): void {
+  keyWordsOf(fingerprint, words);
+  for (let i = 0; i < KEY_BYTES; i++) out[offset + i] = scratch[i]!;
+}
+
+/**
+ * The key of `fingerprint` as four words only (w0…w3): what an in-memory table needs. Leaves
+ * the key's bytes in `scratch` for {@link keyOf}. Allocates nothing for a fingerprint (every
+ * link a crawl finds comes through here).
+ */
+export function keyWordsOf(fingerprint: string, words: Uint32Array): void {
   if (fingerprint.length !== 27 || !decode27(fingerprint)) {
     const digest = hash('sha1', fingerprint, 'buffer');
-    scratch.set(digest.subarray(0, 20));
+    for (let i = 0; i < 20; i++) scratch[i] = digest[i]!;
   }
   for (let i = 0; i < 4; i++) scratch[i]! ^= scratch[16 + i]!;
-  out.set(scratch.subarray(0, KEY_BYTES), offset);
   words[0] = (scratch[0]! | (scratch[1]! << 8) | (scratch[2]! << 16) | (scratch[3]! << 24)) >>> 0;
   words[1] = (scratch[4]! | (scratch[5]! << 8) | (scratch[6]! << 16) | (scratch[7]! << 24)) >>> 0;
   words[2] = (scratch[8]! | (scratch[9]! << 8) | (scratch[10]! << 16) | (scratch[11]! << 24)) >>> 0;

@@ -29,7 +29,7 @@ import { InvalidArgumentError, StoreFailedError } from '../../errors.js';
 import { type OpenedStore, openStore } from '../../queue/leveldb-store.js';
 import type { Deduplicator } from '../dedup.js';
 import { ScalableBloomFilter } from './bloom-filter.js';
-import { KEY_BYTES, keyOf } from './fingerprint-key.js';
+import { KEY_BYTES, keyOf, keyWordsOf } from './fingerprint-key.js';
 import { FingerprintSet } from './fingerprint-set.js';
 
 export interface TieredDeduplicatorOptions {
@@ -189,10 +189,10 @@ export class TieredDeduplicator implements Deduplicator {
   #markInMemory(fingerprints: readonly string[]): boolean[] {
     const out = new Array<boolean>(fingerprints.length);
     const w = this.#words;
-    const buf = this.#keyBuf;
+    const table = this.#table;
     for (let i = 0; i < fingerprints.length; i++) {
-      keyOf(fingerprints[i]!, buf, 0, w);
-      out[i] = this.#table.add(w[0]!, w[1]!, w[2]!, w[3]!);
+      keyWordsOf(fingerprints[i]!, w);
+      out[i] = table.add(w[0]!, w[1]!, w[2]!, w[3]!);
     }
     return out;
   }
