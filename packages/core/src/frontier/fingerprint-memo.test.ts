@@ -25,4 +25,20 @@ describe('FingerprintMemo', () => {
     expect(memo.fingerprint('POST', url, bytes)).toBe(fingerprintParts('POST', url, bytes));
     expect(memo.fingerprint('POST', url, 'q=1')).not.toBe(memo.fingerprint('POST', url, 'q=2'));
   });
+
+  test('a crawl whose links are nearly all new holds nothing most of the time; one that meets its links again keeps them', () => {
+    const fresh = new FingerprintMemo(100);
+    const held: number[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const url = `http://e.com/p/${i}.html`;
+      expect(fresh.fingerprint('GET', url, undefined)).toBe(fingerprintParts('GET', url, undefined));
+      held.push(fresh.size);
+    }
+    // Two generations of 100 with no hit, then a rest of 800 misses, then it starts over.
+    expect(Math.max(...held)).toBe(200);
+    expect(held.filter((n) => n === 0).length).toBeGreaterThan(1_500);
+    const met = new FingerprintMemo(100);
+    for (let i = 0; i < 2_000; i++) met.fingerprint('GET', `http://e.com/p/${i % 150}.html`, undefined);
+    expect(met.size).toBeGreaterThanOrEqual(100);
+  });
 });
