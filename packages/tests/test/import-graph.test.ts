@@ -21,6 +21,8 @@ const OPTIONAL = [
   'playwright-core',
   'zod',
 ];
+/** Kernel dependencies that only some runs use: a config file, a schedule, a glob in a link scope. */
+const ON_USE = ['smol-toml', 'croner', 'picomatch'];
 
 interface Graph {
   imported: string[];
@@ -57,6 +59,7 @@ test("importing mocra loads none of the optional parts' dependencies", async () 
   // The inspection sees what the kernel does load: undici is its HTTP client.
   expect(imported).toContain('undici');
   expect(imported.filter((p) => OPTIONAL.includes(p))).toEqual([]);
+  expect(imported.filter((p) => ON_USE.includes(p))).toEqual([]);
 }, 60_000);
 
 test('a configuration read from TOML loads zod then, and is validated by it', async () => {
@@ -65,6 +68,7 @@ test('a configuration read from TOML loads zod then, and is validated by it', as
   expect(run.taskConcurrency).toBe(3);
   expect(run.refused).toBe('MOCRA_ERR_CONFIG_INVALID');
   expect(run.afterConfig).toContain('zod');
+  expect(run.afterConfig).toContain('smol-toml');
 }, 60_000);
 
 test('a crawl with no configuration loads no schema library', async () => {
@@ -73,6 +77,7 @@ test('a crawl with no configuration loads no schema library', async () => {
   // The retry options are checked by hand; an empty module layer and an environment without
   // MOCRA_* variables need no schema either.
   expect(run.afterCrawl).not.toContain('zod');
+  expect(run.afterCrawl?.filter((p) => ON_USE.includes(p))).toEqual([]);
 }, 60_000);
 
 // The root of @mocra/core is the kernel; each optional part is a subpath, so that a program loads

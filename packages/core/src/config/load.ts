@@ -11,7 +11,6 @@
  * and every issue of every source is reported at once.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { parse as parseTomlText, TomlDate, TomlError } from 'smol-toml';
 import type { z } from 'zod';
 import {
   type ConfigIssue,
@@ -20,6 +19,7 @@ import {
   ConfigSyntaxError,
   ConfigValidationError,
 } from '../errors.js';
+import { lazyRequire } from '../optional-dependency.js';
 import { readEnvOverrides } from './env.js';
 import { unknownKeyMessage } from './keys.js';
 import { formatKeyPath, type SourcePosition, TomlKeyLocator } from './locate.js';
@@ -50,18 +50,25 @@ export interface ParsedToml {
   locator: TomlKeyLocator;
 }
 
+/** The TOML parser, loaded with the first file read (a crawl without one never needs it). */
+const toml = lazyRequire<typeof import('smol-toml')>('smol-toml');
+
 /** Parses TOML text; dates become ISO strings (config values are JSON). Throws ConfigSyntaxError. */
 export function parseToml(text: string, file = 'config.toml'): ParsedToml {
   let table: Record<string, unknown>;
+  const { parse, TomlDate, TomlError } = toml();
   try {
-    table = parseTomlText(text) as Record<string, unknown>;
+    table = parse(text) as Record<string, unknown>;
   } catch (err) {
     if (err instanceof TomlError) {
       throw new ConfigSyntaxError(file, err.line, err.column, err.message.split('\n', 1)[0]!, { cause: err });
     }
     throw new ConfigSyntaxError(file, 1, 1, err instanceof Error ? err.message : String(err), { cause: err });
   }
-  return { values: datesToStrings(table) as Record<string, unknown>, locator: new TomlKeyLocator(text) };
+  return {
+    values: datesToStrings(table, TomlDate) as Record<string, unknown>,
+    locator: new TomlKeyLocator(text),
+  };
 }
 
 /** Validates and merges the sources (see the module comment). Throws ConfigSyntaxError or ConfigValidationError. */
@@ -288,12 +295,12 @@ export function mergeTables(
   return out;
 }
 
-function datesToStrings(value: unknown): unknown {
+function datesToStrings(value: unknown, TomlDate: typeof import('smol-toml').TomlDate): unknown {
   if (value instanceof TomlDate) return value.toISOString();
-  if (Array.isArray(value)) return value.map(datesToStrings);
+  if (Array.isArray(value)) return value.map((v) => datesToStrings(v, TomlDate));
   if (isTable(value)) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = datesToStrings(v);
+    for (const [k, v] of Object.entries(value)) out[k] = datesToStrings(v, TomlDate);
     return out;
   }
   return value;

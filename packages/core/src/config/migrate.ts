@@ -12,9 +12,12 @@
  * Rust mocra ignored keys it did not know; mocra refuses them, so a key that was never read
  * there is reported too, not written.
  */
-import { stringify } from 'smol-toml';
+import { lazyRequire } from '../optional-dependency.js';
 import { parseToml, resolveConfig, toConfigIssues } from './load.js';
 import { configSchema, LOG_LEVELS, REFUSED_UPSTREAM_MODULE_KEYS } from './schema.js';
+
+/** Loaded when a migration writes its TOML (see load.ts for the parser). */
+const toml = lazyRequire<typeof import('smol-toml')>('smol-toml');
 
 /** A key of the Rust config that was written, and where. */
 export interface CarriedKey {
@@ -865,7 +868,7 @@ function render(m: Migration, file: string): string {
     '# Every key is described in docs/configuration.md.',
     '',
   ];
-  const body = Object.keys(m.values).length === 0 ? '' : `${stringify(m.values)}\n`;
+  const body = Object.keys(m.values).length === 0 ? '' : `${toml().stringify(m.values)}\n`;
   const footer =
     m.dropped.length === 0
       ? []

@@ -142,6 +142,20 @@ describe('ModuleConfigResolver validation and caching', () => {
     expect(third.settings.timeoutMs).toBe(5);
   });
 
+  test('cached() answers without a promise what resolve() has cached, and nothing once it is stale', async () => {
+    const provider = createMemoryModuleConfigProvider({ modules: { catalog: { downloader: 'a' } } });
+    const resolver = createModuleConfigResolver({ provider });
+    expect(resolver.cached(query)).toBeUndefined();
+    const first = await resolver.resolve(query);
+    expect(resolver.cached(query)).toBe(first);
+    expect(resolver.cached({ ...query, account: 'bob' })).toBeUndefined();
+    provider.setModule('catalog', { downloader: 'b' });
+    expect(resolver.cached(query)).toBeUndefined();
+    await resolver.resolve(query);
+    resolver.setDefaults({ timeout_ms: 5 });
+    expect(resolver.cached(query)).toBeUndefined();
+  });
+
   test('any provider (a database later) feeds the same typed getters; without a version nothing is cached', async () => {
     let reads = 0;
     const provider: ModuleConfigProvider = {

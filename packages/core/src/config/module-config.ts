@@ -232,23 +232,44 @@ export class ModuleConfigResolver {
     this.#generation++;
   }
 
+  /** The module's config for an account × platform, built from its layers (or cached). */
   async resolve(query: ModuleConfigQuery): Promise<ResolvedModuleConfig> {
-    // Asked twice per page (download and parse): the checks and the cache hit allocate nothing
-    // and wait for nothing unless the provider's version is itself asynchronous.
     for (const field of QUERY_FIELDS) {
       const value = query[field];
       if (typeof value !== 'string' || value === '') {
         throw new InvalidArgumentError(`module config query: '${field}' must be a non-empty string`);
       }
     }
-    const cacheKey = `${query.module}\u0000${query.account}\u0000${query.platform}`;
     const asked = this.#provider.version?.();
     const version = asked instanceof Promise ? await asked : asked;
-    if (version !== undefined) {
-      const cached = this.#cache.get(cacheKey);
-      if (cached && cached.version === version && cached.generation === this.#generation)
-        return cached.resolved;
-    }
+    const cacheKey = keyOf(query);
+    return this.#cachedAt(cacheKey, version) ?? this.#build(query, version, cacheKey);
+  }
+
+  /**
+   * What `resolve` answers, when it has it cached under a provider version known at once; else
+   * undefined (ask `resolve`). Asked twice per page (download and parse): a page's stages go on
+   * without waiting for a promise.
+   */
+  cached(query: ModuleConfigQuery): ResolvedModuleConfig | undefined {
+    const version = this.#provider.version?.();
+    if (version === undefined || version instanceof Promise) return undefined;
+    return this.#cachedAt(keyOf(query), version);
+  }
+
+  #cachedAt(cacheKey: string, version: string | number | undefined): ResolvedModuleConfig | undefined {
+    if (version === undefined) return undefined;
+    const cached = this.#cache.get(cacheKey);
+    return cached && cached.version === version && cached.generation === this.#generation
+      ? cached.resolved
+      : undefined;
+  }
+
+  async #build(
+    query: ModuleConfigQuery,
+    version: string | number | undefined,
+    cacheKey: string,
+  ): Promise<ResolvedModuleConfig> {
     let layers = await this.#provider.layers(query);
     const code = this.#code.get(query.module);
     if (code !== undefined) layers = { ...layers, module: { ...code, ...layers.module } };
@@ -369,4 +390,8 @@ function isEmptyObject(value: unknown): boolean {
   return (
     value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0
   );
+}
+
+function keyOf(query: ModuleConfigQuery): string {
+  return `${query.module}\u0000${query.account}\u0000${query.platform}`;
 }

@@ -74,4 +74,21 @@ describe('Frontier.admit', () => {
     expect(r.admitted).toHaveLength(1);
     expect(inner.size()).toBe(1);
   });
+
+  test('answers at once when the deduplicator does, so a parse hands its links on in the same turn', async () => {
+    const frontier = new Frontier();
+    const now = frontier.admit([new Request('http://e.com/a'), new Request('http://e.com/a')]);
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(urls((now as Awaited<typeof now>).admitted)).toEqual(['http://e.com/a']);
+    const failing = new Frontier({
+      deduplicator: {
+        markSeen: () => Promise.reject(new Error('store down')),
+        size: () => 0,
+        close: async () => {},
+      },
+    });
+    const later = failing.admit([new Request('http://e.com/a')]);
+    expect(later).toBeInstanceOf(Promise);
+    await expect(later).rejects.toThrow('store down');
+  });
 });

@@ -87,8 +87,16 @@ export class Frontier {
     return this.#stats;
   }
 
-  /** Admit requests (see the module comment). Order is kept. */
-  async admit(requests: readonly Request[], options: AdmitOptions = {}): Promise<AdmissionResult> {
+  /**
+   * Admit requests (see the module comment). Order is kept. The answer comes at once when the
+   * dedup set answers at once (the in-memory set does): a page's links then go from its parse
+   * to the queue without a wait in between, during which other pages' work would run and the
+   * links would outlive a young-generation GC or two (and be promoted to the old one).
+   */
+  admit(
+    requests: readonly Request[],
+    options: AdmitOptions = {},
+  ): AdmissionResult | Promise<AdmissionResult> {
     const candidates: Request[] = [];
     const invalid: AdmissionResult['invalid'] = [];
     // The dedup keys, in candidates' order (skipping `skipDedup` ones), gathered in the same pass.
@@ -116,14 +124,26 @@ export class Frontier {
         invalid.push({ request, error: err as MocraError });
       }
     }
-    let fresh: readonly boolean[] | undefined;
-    if (keys !== undefined && keys.length > 0) {
-      const answer =
+    if (keys === undefined || keys.length === 0) return this.#count(candidates, invalid, undefined);
+    let answer: readonly boolean[] | Promise<readonly boolean[]>;
+    try {
+      answer =
         options.claim === undefined
           ? this.#seen.markSeen(keys)
           : this.#seen.markSeen(keys, { claim: options.claim, redelivered: options.redelivered ?? false });
-      fresh = answer instanceof Promise ? await answer : answer;
+    } catch (err) {
+      return Promise.reject(err);
     }
+    if (answer instanceof Promise) return answer.then((fresh) => this.#count(candidates, invalid, fresh));
+    return this.#count(candidates, invalid, answer);
+  }
+
+  /** The candidates the dedup set found fresh, under the page limit; the rest counted. */
+  #count(
+    candidates: readonly Request[],
+    invalid: AdmissionResult['invalid'],
+    fresh: readonly boolean[] | undefined,
+  ): AdmissionResult {
     const admitted: Request[] = [];
     let k = 0;
     for (const request of candidates) {

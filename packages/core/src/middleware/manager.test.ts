@@ -148,6 +148,20 @@ describe('selection', () => {
     expect(byRequest.data.map((m) => m.name)).toEqual(['clean']);
   });
 
+  test('the same selection (its arrays) gets the same plan until a middleware is registered', () => {
+    const m = createMiddlewareManager().register({ name: 'a', beforeRequest: () => undefined });
+    const download = ['a'];
+    const first = m.plan({ download, selectedBy: "module 'm'" });
+    expect(m.plan({ download, selectedBy: "module 'm'" })).toBe(first);
+    // Other arrays with the same names: the same plan, found by its key.
+    expect(m.plan({ download: ['a'], selectedBy: "module 'm'" })).toBe(first);
+    expect(m.plan({ download, request: ['a'], selectedBy: "module 'm'" })).not.toBe(first);
+    m.register({ name: 'b', beforeRequest: () => undefined });
+    const after = m.plan({ download, selectedBy: "module 'm'" });
+    expect(after).not.toBe(first);
+    expect(after.beforeRequest.map((x) => x.name)).toEqual(['a', 'b']);
+  });
+
   test('selecting an unknown name is UnknownMiddlewareError naming who selected it', () => {
     expect(() => manager.plan({ download: ['nope'], selectedBy: "module 'catalog'" })).toThrowError(
       new UnknownMiddlewareError('download', 'nope', "module 'catalog'"),

@@ -96,6 +96,11 @@ export function middlewareKind(middleware: Middleware): MiddlewareKind {
 export class MiddlewareManager {
   readonly #entries: Record<MiddlewareKind, Entry<Middleware>[]> = { download: [], data: [], store: [] };
   readonly #plans = new Map<string, MiddlewarePlan>();
+  /**
+   * The last plan handed out, by the selection's parts: a crawl of one module asks for the same
+   * plan (the same settings' arrays) twice per page, and its key is strings joined anew each time.
+   */
+  #last: { selection: MiddlewareSelection; plan: MiddlewarePlan } | undefined;
   #seq = 0;
 
   /** Adds a middleware (global unless `{ global: false }`). Names are unique per kind. */
@@ -120,6 +125,7 @@ export class MiddlewareManager {
     }
     this.#entries[kind].push({ middleware, global: options.global ?? true, seq: this.#seq++ });
     this.#plans.clear();
+    this.#last = undefined;
     return this;
   }
 
@@ -143,9 +149,14 @@ export class MiddlewareManager {
 
   /** The ordered middleware for a selection (see the module comment). Throws UnknownMiddlewareError. */
   plan(selection: MiddlewareSelection = {}): MiddlewarePlan {
+    const last = this.#last;
+    if (last !== undefined && sameSelection(last.selection, selection)) return last.plan;
     const key = planKey(selection);
     const cached = this.#plans.get(key);
-    if (cached) return cached;
+    if (cached) {
+      this.#last = { selection, plan: cached };
+      return cached;
+    }
     const selectedBy = selection.selectedBy ?? 'a module';
     const requested = selection.request ?? EMPTY;
     for (const name of requested) {
@@ -176,6 +187,7 @@ export class MiddlewareManager {
     };
     if (this.#plans.size > 1_000) this.#plans.clear();
     this.#plans.set(key, plan);
+    this.#last = { selection, plan };
     return plan;
   }
 
@@ -299,6 +311,18 @@ export class MiddlewareManager {
 
 export function createMiddlewareManager(): MiddlewareManager {
   return new MiddlewareManager();
+}
+
+/** The same parts (the same arrays and weights objects): the same plan, without building its key. */
+function sameSelection(a: MiddlewareSelection, b: MiddlewareSelection): boolean {
+  return (
+    a.download === b.download &&
+    a.data === b.data &&
+    a.store === b.store &&
+    a.request === b.request &&
+    a.weights === b.weights &&
+    a.selectedBy === b.selectedBy
+  );
 }
 
 function planKey(selection: MiddlewareSelection): string {

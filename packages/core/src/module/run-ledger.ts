@@ -78,6 +78,12 @@ export class RunLedger {
     { until: number; pending: Promise<string | undefined> | undefined }
   >();
 
+  /**
+   * The last key built: a crawl asks about the same run of the same module for every page, and
+   * a key built anew is a string to flatten and hash on every lookup.
+   */
+  #last = { runId: '', module: '', key: key('', '') };
+
   constructor(options: RunLedgerOptions = {}) {
     this.#coordination = options.coordination;
     this.#namespace = options.namespace ?? 'mocra';
@@ -96,12 +102,12 @@ export class RunLedger {
 
   /** Outstanding units of a node (for tests and stats). */
   outstanding(runId: string, module: string, node: string): number {
-    return this.#runs.get(key(runId, module))?.counts.get(node) ?? 0;
+    return this.#runs.get(this.#key(runId, module))?.counts.get(node) ?? 0;
   }
 
   /** Whether a node is finished for the run. */
   isFinished(runId: string, module: string, node: string): boolean {
-    return this.#runs.get(key(runId, module))?.finished.has(node) ?? false;
+    return this.#runs.get(this.#key(runId, module))?.finished.has(node) ?? false;
   }
 
   /** Adds `n` units of work for a node. */
@@ -116,7 +122,7 @@ export class RunLedger {
 
   /** Marks `n` units of a node done; returns the join nodes that became ready to fire. */
   done(runId: string, module: string, node: string, n = 1): JoinReady[] {
-    const run = this.#runs.get(key(runId, module));
+    const run = this.#runs.get(this.#key(runId, module));
     if (!run || n <= 0) return [];
     const left = Math.max(0, (run.counts.get(node) ?? 0) - n);
     run.counts.set(node, left);
@@ -129,7 +135,7 @@ export class RunLedger {
    * (cluster-wide with a coordination backend).
    */
   async claimAdvance(runId: string, module: string, node: string): Promise<boolean> {
-    const local = this.#runs.get(key(runId, module));
+    const local = this.#runs.get(this.#key(runId, module));
     if (local?.advanced.has(node)) return false;
     local?.advanced.add(node);
     if (!this.#coordination) return local !== undefined;
@@ -143,17 +149,23 @@ export class RunLedger {
 
   /** Ends a run of a module: later work of it is dropped. */
   async stop(runId: string, module: string, reason: string): Promise<void> {
-    this.#stopped.set(key(runId, module), reason);
+    this.#stopped.set(this.#key(runId, module), reason);
     await this.#coordination?.set(`${this.#namespace}:dag:stop:${runId}:${module}`, reason, {
       ttlMs: this.#ttlMs,
     });
   }
 
-  /** The stop reason when the run of the module was stopped (here or, with coordination, anywhere). */
-  async stoppedReason(runId: string, module: string): Promise<string | undefined> {
-    const k = key(runId, module);
-    const local = this.#stopped.get(k);
+  /**
+   * The stop reason when the run of the module was stopped (here or, with coordination, anywhere).
+   * Answered at once when it is known here (always without shared coordination, and between
+   * rechecks with it), so the per-page checks of a crawl cost no await.
+   */
+  stoppedReason(runId: string, module: string): string | undefined | Promise<string | undefined> {
     const coordination = this.#coordination;
+    // Nothing stopped here and nobody else to ask: the answer of almost every call.
+    if (this.#stopped.size === 0 && (!coordination || coordination.kind === 'local')) return undefined;
+    const k = this.#key(runId, module);
+    const local = this.#stopped.get(k);
     if (local !== undefined || !coordination || coordination.kind === 'local') return local;
     const check = this.#stopChecks.get(k);
     if (check?.pending !== undefined) return check.pending;
@@ -175,14 +187,21 @@ export class RunLedger {
     return pending;
   }
 
+  #key(runId: string, module: string): string {
+    const last = this.#last;
+    if (runId === last.runId && module === last.module) return last.key;
+    this.#last = { runId, module, key: key(runId, module) };
+    return this.#last.key;
+  }
+
   /** Forgets everything about a run of a module (after it ended). */
   forget(runId: string, module: string): void {
-    this.#runs.delete(key(runId, module));
-    this.#stopChecks.delete(key(runId, module));
+    this.#runs.delete(this.#key(runId, module));
+    this.#stopChecks.delete(this.#key(runId, module));
   }
 
   #run(runId: string, module: string, graph: ModuleGraph): RunState {
-    const k = key(runId, module);
+    const k = this.#key(runId, module);
     let run = this.#runs.get(k);
     if (!run) {
       if (this.#runs.size >= this.#maxRuns) this.#evict();

@@ -266,36 +266,43 @@ export class ModuleRuntime {
    * Config and settings of a module for an account × platform; logs the session in when the
    * module needs it (unless `login: false`, for stages that send nothing).
    */
-  async scope(
+  scope(
     registered: RegisteredModule,
     account: string,
     platform: string,
     signal: AbortSignal,
     options: { login?: boolean } = {},
-  ): Promise<ModuleScope> {
+  ): ModuleScope | Promise<ModuleScope> {
+    const query = { module: registered.module.name, account, platform };
+    const cached = this.moduleConfig.cached(query);
+    if (cached !== undefined) return this.#scopeOf(registered, account, platform, signal, options, cached);
+    return this.moduleConfig
+      .resolve(query)
+      .then((resolved) => this.#scopeOf(registered, account, platform, signal, options, resolved));
+  }
+
+  #scopeOf(
+    registered: RegisteredModule,
+    account: string,
+    platform: string,
+    signal: AbortSignal,
+    options: { login?: boolean },
+    { config, settings }: { config: ModuleConfig; settings: ModuleSettings },
+  ): ModuleScope | Promise<ModuleScope> {
     const module = registered.module;
-    const { config, settings } = await this.moduleConfig.resolve({ module: module.name, account, platform });
     const needsSession = settings.enableSession || module.shouldLogin === true;
     const session = needsSession ? this.sessions.get(account, platform) : undefined;
-    if (session && module.shouldLogin === true && module.login && options.login !== false) {
-      const downloadSettings = this.downloadSettings(registered, {
-        account,
-        platform,
-        config,
-        settings,
-        session,
-        login: undefined,
-      });
-      await ensureLoggedIn(session, {
-        module: module.name,
-        login: module.login,
-        download: (r, s) => this.#fetch(r, downloadSettings, s),
-        signal,
-        maxAttempts: settings.loginMaxAttempts,
-        stickyHeaders: settings.stickyHeaders,
-      });
-    }
-    return { account, platform, config, settings, session, login: session?.login };
+    const scope: ModuleScope = { account, platform, config, settings, session, login: session?.login };
+    if (!(session && module.shouldLogin === true && module.login && options.login !== false)) return scope;
+    const downloadSettings = this.downloadSettings(registered, { ...scope, login: undefined });
+    return ensureLoggedIn(session, {
+      module: module.name,
+      login: module.login,
+      download: (r, s) => this.#fetch(r, downloadSettings, s),
+      signal,
+      maxAttempts: settings.loginMaxAttempts,
+      stickyHeaders: settings.stickyHeaders,
+    }).then(() => ({ ...scope, login: session.login }));
   }
 
   /** Module headers, settings headers and timeout onto requests (a request's own values win). */
@@ -379,7 +386,7 @@ export class ModuleRuntime {
     const hook = this.registry.has(module) ? this.registry.get(module).module.onRunEnd : undefined;
     if (hook === undefined) return;
     const running = (async () => {
-      const stopped = await this.ledger.stoppedReason(runId, module).catch(() => undefined);
+      const stopped = await Promise.resolve(this.ledger.stoppedReason(runId, module)).catch(() => undefined);
       try {
         await hook({ module, runId, stopped, log: this.#log });
       } catch (cause) {
@@ -395,7 +402,7 @@ export class ModuleRuntime {
   // ── the stop signal ─────────────────────────────────────────────────────────────
 
   /** The reason, when the run of the module was stopped. */
-  stoppedReason(runId: string, module: string): Promise<string | undefined> {
+  stoppedReason(runId: string, module: string): string | undefined | Promise<string | undefined> {
     return this.ledger.stoppedReason(runId, module);
   }
 
@@ -480,16 +487,27 @@ export class ModuleRuntime {
 
   // ── items ──────────────────────────────────────────────────────────────────────
 
-  /** Runs items through the data and store chains; returns the items the sink gets. */
-  async processItems<TItem>(
+  /**
+   * Runs items through the data and store chains; returns the items the sink gets (at once when
+   * the module has no such middleware).
+   */
+  processItems<TItem>(
     items: { item: TItem; meta: ItemMeta }[],
     registered: RegisteredModule,
     scope: ModuleScope,
     request: Request,
     mctx: MiddlewareContext,
-  ): Promise<{ item: TItem; meta: ItemMeta }[]> {
+  ): { item: TItem; meta: ItemMeta }[] | Promise<{ item: TItem; meta: ItemMeta }[]> {
     const plan = this.plan(registered, scope, request);
     if (plan.data.length === 0 && plan.store.length === 0) return items;
+    return this.#runItemMiddleware(items, mctx, plan);
+  }
+
+  async #runItemMiddleware<TItem>(
+    items: { item: TItem; meta: ItemMeta }[],
+    mctx: MiddlewareContext,
+    plan: MiddlewarePlan,
+  ): Promise<{ item: TItem; meta: ItemMeta }[]> {
     const { kept, dropped } = await this.middleware.handleItems(items, mctx, plan);
     this.#stats.middlewareDrops += dropped.length;
     await this.middleware.store({ items: kept }, mctx, plan);
@@ -504,11 +522,11 @@ export class ModuleRuntime {
    * (`cx.start`), and — when the parse produced none of these — the advance gate (once per run).
    * A parse that called `cx.stop()` stops the run and drops its follow-ups (reported).
    */
-  async route(
+  route(
     ctx: ParseContext<unknown>,
     registered: RegisteredModule,
     request: Request,
-  ): Promise<RouteResult> {
+  ): RouteResult | Promise<RouteResult> {
     const moduleName = registered.module.name;
     const from = { module: moduleName, node: ctx.node };
     const runId = ctx.runId;
@@ -521,47 +539,56 @@ export class ModuleRuntime {
       ...(request.platform === undefined ? {} : { platform: request.platform }),
     };
 
-    if (ctx.stopReason !== undefined) {
-      await this.ledger.stop(runId, moduleName, ctx.stopReason);
-      this.#stats.stops++;
-      if (stopChannel.hasSubscribers) {
-        stopChannel.publish({
-          runId,
-          module: moduleName,
-          node: ctx.node,
-          reason: ctx.stopReason,
-        } satisfies ModuleStopMessage);
-      }
-      this.#log.info(
-        { runId, module: moduleName, node: ctx.node, reason: ctx.stopReason },
-        'run stopped by parse',
-      );
-      const dropped = ctx.follows.length + ctx.handoffs.length;
-      for (const follow of ctx.follows) {
-        this.#reportStopDrop({
-          runId,
-          module: moduleName,
-          node: follow.node ?? ctx.node,
-          stage: 'parse',
-          reason: ctx.stopReason,
-          url: follow.request.url,
-        });
-      }
-      for (let i = 0; i < ctx.handoffs.length; i++) {
-        this.#reportStopDrop({
-          runId,
-          module: moduleName,
-          node: ctx.node,
-          stage: 'parse',
-          reason: ctx.stopReason,
-        });
-      }
-      result.droppedByStop = dropped;
-      // Starting other modules is their business, not this run's: those still go.
-      this.#routeStarts(ctx, base, result);
-      return result;
-    }
+    if (ctx.stopReason !== undefined)
+      return this.#routeStopped(ctx, ctx.stopReason, moduleName, base, result);
+    return this.#routeOutputs(ctx, registered, request, from, base, result);
+  }
 
+  /** A parse that called `cx.stop()`: the run stops and the parse's follow-ups are dropped (reported). */
+  async #routeStopped(
+    ctx: ParseContext<unknown>,
+    reason: string,
+    moduleName: string,
+    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    result: RouteResult,
+  ): Promise<RouteResult> {
+    const runId = ctx.runId;
+    await this.ledger.stop(runId, moduleName, reason);
+    this.#stats.stops++;
+    if (stopChannel.hasSubscribers) {
+      stopChannel.publish({ runId, module: moduleName, node: ctx.node, reason } satisfies ModuleStopMessage);
+    }
+    this.#log.info({ runId, module: moduleName, node: ctx.node, reason }, 'run stopped by parse');
+    for (const follow of ctx.follows) {
+      this.#reportStopDrop({
+        runId,
+        module: moduleName,
+        node: follow.node ?? ctx.node,
+        stage: 'parse',
+        reason,
+        url: follow.request.url,
+      });
+    }
+    for (let i = 0; i < ctx.handoffs.length; i++) {
+      this.#reportStopDrop({ runId, module: moduleName, node: ctx.node, stage: 'parse', reason });
+    }
+    result.droppedByStop = ctx.follows.length + ctx.handoffs.length;
+    // Starting other modules is their business, not this run's: those still go.
+    this.#routeStarts(ctx, base, result);
+    return result;
+  }
+
+  /** Follows, hand-offs and starts of a parse that did not stop its run; the advance gate. */
+  #routeOutputs(
+    ctx: ParseContext<unknown>,
+    registered: RegisteredModule,
+    request: Request,
+    from: { module: string; node: string },
+    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    result: RouteResult,
+  ): RouteResult | Promise<RouteResult> {
+    const moduleName = registered.module.name;
+    const runId = ctx.runId;
     // Follows: grouped per target node (one parser_task message per target).
     const groups = new Map<string, FollowUpTask>();
     let defaultTargets: FollowUpTask[] | undefined;
@@ -625,20 +652,29 @@ export class ModuleRuntime {
       ctx.starts.length === 0 &&
       successors.length > 0
     ) {
-      if (await this.ledger.claimAdvance(runId, moduleName, ctx.node)) {
-        this.#stats.advances++;
-        for (const to of successors) {
-          if (advanceChannel.hasSubscribers) {
-            advanceChannel.publish({
-              runId,
-              module: moduleName,
-              from: ctx.node,
-              to,
-            } satisfies ModuleFlowMessage);
-          }
-          this.#handOff(registered, runId, ctx.node, to, { ...request.meta }, base, result, 'advance');
-        }
+      return this.#advance(ctx, registered, request, successors, base, result);
+    }
+    return result;
+  }
+
+  /** The advance gate: a parse with no output of its own moves the run on, once per run. */
+  async #advance(
+    ctx: ParseContext<unknown>,
+    registered: RegisteredModule,
+    request: Request,
+    successors: readonly string[],
+    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    result: RouteResult,
+  ): Promise<RouteResult> {
+    const moduleName = registered.module.name;
+    const runId = ctx.runId;
+    if (!(await this.ledger.claimAdvance(runId, moduleName, ctx.node))) return result;
+    this.#stats.advances++;
+    for (const to of successors) {
+      if (advanceChannel.hasSubscribers) {
+        advanceChannel.publish({ runId, module: moduleName, from: ctx.node, to } satisfies ModuleFlowMessage);
       }
+      this.#handOff(registered, runId, ctx.node, to, { ...request.meta }, base, result, 'advance');
     }
     return result;
   }

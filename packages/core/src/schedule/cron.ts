@@ -11,8 +11,9 @@
  * runNow()                                      // fire once at start, never again
  * ```
  */
-import { Cron } from 'croner';
+import type { Cron } from 'croner';
 import { InvalidCronError } from '../errors.js';
+import { lazyRequire } from '../optional-dependency.js';
 
 /** A validated schedule. Build one with {@link cron}, {@link every} or {@link runNow}. */
 export interface CronSchedule {
@@ -77,6 +78,9 @@ export function toCronSchedule(input: CronInput): CronSchedule {
   });
 }
 
+/** Loaded with the first schedule: a crawl without cron never needs it. */
+const croner = lazyRequire<typeof import('croner')>('croner');
+
 const compiled = new Map<string, Cron>();
 
 function compile(expression: string, timezone: string | undefined): Cron {
@@ -84,7 +88,11 @@ function compile(expression: string, timezone: string | undefined): Cron {
   let job = compiled.get(key);
   if (job) return job;
   try {
-    job = new Cron(expression, { paused: true, mode: '5-or-6-parts', ...(timezone ? { timezone } : {}) });
+    job = new (croner().Cron)(expression, {
+      paused: true,
+      mode: '5-or-6-parts',
+      ...(timezone ? { timezone } : {}),
+    });
     // Resolving one run also checks the time zone (croner only reads it then).
     job.nextRun(new Date(0));
   } catch (err) {

@@ -13,7 +13,7 @@ import type { GenerateContext, GenerateOutput, ModuleNode } from '../../module/t
 import type { PublishMessage } from '../../queue/types.js';
 import type { HandlerResult } from '../stage-runner.js';
 import { type AdmissionClaim, errorEvent, keyOf, type StageEnv } from './stage-env.js';
-import { DONE, type Step } from './steps.js';
+import { DONE, type Step, type StepOutcome } from './steps.js';
 
 /** Whose session and partition a piece of work belongs to (joins it makes inherit them). */
 export interface WorkOrigin {
@@ -30,19 +30,24 @@ export interface StopCheckUnit extends Omit<ModuleDropMessage, 'reason'> {
  * The joins made ready by dropping this unit because its run was stopped (the ledger counts it
  * done), or undefined when the run goes on.
  */
-export async function stoppedJoins(
+export function stoppedJoins(
   env: StageEnv,
   unit: Omit<ModuleDropMessage, 'reason'>,
-): Promise<JoinReady[] | undefined> {
-  const reason = await env.modules.stoppedReason(unit.runId, unit.module);
+): JoinReady[] | undefined | Promise<JoinReady[] | undefined> {
+  const reason = env.modules.stoppedReason(unit.runId, unit.module);
   if (reason === undefined) return undefined;
+  if (reason instanceof Promise) {
+    return reason.then((r) =>
+      r === undefined ? undefined : env.modules.dropStopped({ ...unit, reason: r }),
+    );
+  }
   return env.modules.dropStopped({ ...unit, reason });
 }
 
 /**
  * The stop check as a step: work of a stopped run is dropped (acked), its joins handed on. It
  * runs twice per page, and a run is rarely stopped: the unit it reports is only made then, and
- * the check is one promise, not a chain of async frames.
+ * a check answered here (see RunLedger.stoppedReason) costs no await.
  */
 export function dropIfStopped<TWork>(
   env: StageEnv,
@@ -50,13 +55,15 @@ export function dropIfStopped<TWork>(
   moduleOf: (work: TWork) => string,
   unitOf: (work: TWork) => StopCheckUnit,
 ): Step<TWork> {
+  const drop = (work: TWork, reason: string | undefined): undefined | Promise<StepOutcome> => {
+    if (reason === undefined) return undefined;
+    const { origin, ...unit } = unitOf(work);
+    const joins = env.modules.dropStopped({ ...unit, reason });
+    return publishJoins(env, joins, origin).then(() => DONE);
+  };
   return function dropIfStopped(work) {
-    return env.modules.stoppedReason(runOf(work), moduleOf(work)).then((reason) => {
-      if (reason === undefined) return undefined;
-      const { origin, ...unit } = unitOf(work);
-      const joins = env.modules.dropStopped({ ...unit, reason });
-      return publishJoins(env, joins, origin).then(() => DONE);
-    });
+    const reason = env.modules.stoppedReason(runOf(work), moduleOf(work));
+    return reason instanceof Promise ? reason.then((r) => drop(work, r)) : drop(work, reason);
   };
 }
 
@@ -167,19 +174,34 @@ export function claimRequest(
  * and so does a failed mark: a broker that went away may have done the mark and lost only its
  * reply, and a retry under another claim would then find every new link already seen.
  */
-export async function admitAndPublish(
+export function admitAndPublish(
   env: StageEnv,
   requests: Request[],
   stage: StageName,
   admission: AdmissionClaim,
-): Promise<HandlerResult> {
+): HandlerResult | Promise<HandlerResult> {
   if (requests.length === 0) return undefined;
-  let result: AdmissionResult;
+  let result: AdmissionResult | Promise<AdmissionResult>;
   try {
-    result = await env.frontier.admit(requests, admission);
+    result = env.frontier.admit(requests, admission);
   } catch (err) {
     return putBack(env, err, stage, 'admitting requests');
   }
+  // Answered at once (an in-memory dedup set): published in the same turn (see Frontier.admit).
+  if (!(result instanceof Promise)) return publishFound(env, requests, result, stage, admission);
+  return result.then(
+    (found) => publishFound(env, requests, found, stage, admission),
+    (err: unknown) => putBack(env, err, stage, 'admitting requests'),
+  );
+}
+
+function publishFound(
+  env: StageEnv,
+  requests: readonly Request[],
+  result: AdmissionResult,
+  stage: StageName,
+  admission: AdmissionClaim,
+): Promise<HandlerResult> {
   if (env.credits !== undefined && result.admitted.length + result.invalid.length < requests.length) {
     const kept = new Set<Request>([...result.admitted, ...result.invalid.map((i) => i.request)]);
     env.credits.dropped(requests.filter((r) => !kept.has(r))); // already seen: done now

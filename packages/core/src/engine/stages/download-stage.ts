@@ -17,7 +17,7 @@ import { pageKeyOf } from '../persistence.js';
 import type { HandlerResult } from '../stage-runner.js';
 import { dropIfStopped, publishJoins } from './common-steps.js';
 import { attemptsOf, keyOf, parseClaimHeaders, type StageEnv, workOf } from './stage-env.js';
-import { composeSteps, DONE, end, type Step } from './steps.js';
+import { composeSteps, DONE, end, type Step, type StepOutcome } from './steps.js';
 
 interface DownloadWork {
   delivery: Delivery<Request | RequestData>;
@@ -85,23 +85,37 @@ export function downloadStage(env: StageEnv) {
     },
     // The module's config (downloader, middleware, session) for the request's account × platform;
     // a module with shouldLogin logs in here first.
-    async function selectDownloader(w) {
+    function selectDownloader(w) {
       const { request, registered } = w;
       if (channels.request.hasSubscribers) channels.request.publish({ request });
+      const select = (scope: ModuleScope): StepOutcome | Promise<StepOutcome> => {
+        try {
+          w.scope = scope;
+          w.settings = env.modules.downloadSettings(registered, scope);
+          w.downloader = env.downloads.select(request, w.settings);
+        } catch (err) {
+          gate.leave(request, { error: err });
+          throw err;
+        }
+        return w.downloader.stream === undefined ? undefined : stream(env, w).then(end);
+      };
+      let scope: ModuleScope | Promise<ModuleScope>;
       try {
-        w.scope = await env.modules.scope(
+        scope = env.modules.scope(
           registered,
           request.account ?? DEFAULT_ACCOUNT,
           request.platform ?? DEFAULT_PLATFORM,
           w.signal,
         );
-        w.settings = env.modules.downloadSettings(registered, w.scope);
-        w.downloader = env.downloads.select(request, w.settings);
       } catch (err) {
         gate.leave(request, { error: err });
         throw err;
       }
-      return w.downloader.stream === undefined ? undefined : end(await stream(env, w));
+      if (!(scope instanceof Promise)) return select(scope);
+      return scope.then(select, (err: unknown) => {
+        gate.leave(request, { error: err });
+        throw err;
+      });
     },
     // Middleware (beforeRequest/afterResponse), the session's cookies and login check.
     async function fetch(w) {

@@ -7,7 +7,13 @@ import { Request } from '../../model/request.js';
 import { Response } from '../../model/response.js';
 import { ParseContext } from '../../module/parse-context.js';
 import type { RegisteredModule } from '../../module/registry.js';
-import { DEFAULT_ACCOUNT, DEFAULT_PLATFORM, type ModuleScope } from '../../module/runtime.js';
+import type { JoinReady } from '../../module/run-ledger.js';
+import {
+  DEFAULT_ACCOUNT,
+  DEFAULT_PLATFORM,
+  type ModuleScope,
+  type RouteResult,
+} from '../../module/runtime.js';
 import type { ModuleNode } from '../../module/types.js';
 import { channels } from '../../observability/channels.js';
 import type { Delivery } from '../../queue/types.js';
@@ -22,7 +28,7 @@ import {
   type WorkOrigin,
 } from './common-steps.js';
 import { admissionClaimOf, errorEvent, keyOf, type StageEnv, workOf } from './stage-env.js';
-import { composeSteps, type Step } from './steps.js';
+import { composeSteps, type Step, type StepOutcome } from './steps.js';
 
 interface ParseWork {
   delivery: Delivery<Response>;
@@ -62,16 +68,28 @@ export function parseStage(env: StageEnv) {
         origin: request,
       }),
     ),
-    async function parse(w) {
-      const { request, registered, node, response } = w;
-      w.scope = await env.modules.scope(
+    function resolveScope(w) {
+      const { request, registered } = w;
+      const scope = env.modules.scope(
         registered,
         request.account ?? DEFAULT_ACCOUNT,
         request.platform ?? DEFAULT_PLATFORM,
         w.signal,
         { login: false },
       );
-      const { scope } = w;
+      if (scope instanceof Promise) {
+        return scope.then((s) => {
+          w.scope = s;
+          return undefined;
+        });
+      }
+      w.scope = scope;
+      return undefined;
+    },
+    // A parse that returns no promise is followed by the next steps in the same turn, so the
+    // links it found reach the queue before other pages' work runs (see Frontier.admit).
+    function parse(w) {
+      const { registered, node, response, scope } = w;
       w.ctx = new ParseContext<unknown>({
         response,
         module: registered.module.name,
@@ -85,12 +103,17 @@ export function parseStage(env: StageEnv) {
         settings: scope.settings,
         login: scope.login,
       });
-      try {
-        await node.parse(response, w.ctx);
-      } catch (err) {
+      const failed = (err: unknown): never => {
         if (isMocraError(err)) throw err;
         throw new ParseFailedError({ module: registered.module.name, node: node.id, url: response.url }, err);
+      };
+      let parsed: unknown;
+      try {
+        parsed = node.parse(response, w.ctx);
+      } catch (err) {
+        failed(err);
       }
+      if (isThenable(parsed)) return Promise.resolve(parsed).then(() => undefined, failed);
       return undefined;
     },
   ];
@@ -103,47 +126,16 @@ export function parseStage(env: StageEnv) {
     });
   }
   steps.push(
-    async function writeItems(w) {
-      if (w.ctx.items.length > 0) await writeItemsOf(env, w);
-      return undefined;
+    function writeItems(w) {
+      return w.ctx.items.length > 0 ? writeItemsOf(env, w) : undefined;
     },
     // Follows, hand-offs to successors (fan-out), other modules' runs, the advance gate, the stop
     // signal: decided in one place (module/runtime.ts `route`).
-    async function routeFollowUps(w) {
-      const { ctx, registered, request, delivery, runId } = w;
-      const rejected = ctx.rejected.map(({ request: r, error }) =>
-        errorEvent(
-          'parse',
-          TOPICS.request,
-          r ?? { url: (error as unknown as { url?: string }).url },
-          error,
-          1,
-          0,
-          undefined,
-        ),
-      );
-      const routed = await env.modules.route(ctx, registered, request);
-      for (const { payload, error } of routed.rejected) {
-        rejected.push(errorEvent('parse', TOPICS.request, payload, error, 1, 0, undefined));
-      }
-      // Follow-ups that carry their requests (cx.follow, cx.enqueueLinks) are admitted right here:
-      // the hop through the follow-up topic would only add a queue round trip per page. Hand-offs
-      // that run a node's generate still go through it. (engine/inline-follow-ups.ts)
-      const { carried, queued } = splitFollowUps(routed.followUps);
-      for (const followUp of queued) env.credits?.stamp(delivery, followUp);
-      if (queued.length > 0) {
-        await env.topics.followUp.publish(
-          queued.map((payload) => ({ payload, priority: delivery.priority, ...keyOf(payload.account) })),
-        );
-        env.modules.onFollowUpsPublished(queued);
-      }
-      const done = { rejected, request, runId, module: registered.module.name, node: w.node.id };
-      if (carried.length === 0) return parseDone(env, done).then(ended);
-      // Not awaited here: this frame holds the parse context and every follow-up request, which
-      // must not stay on the heap while the admitted requests are written (see publishAdmitted).
-      return admitCarried(env, carried, delivery)
-        .then((putBack) => (putBack === undefined ? parseDone(env, done) : putBack))
-        .then(ended);
+    function routeFollowUps(w) {
+      const routed = env.modules.route(w.ctx, w.registered, w.request);
+      return routed instanceof Promise
+        ? routed.then((r) => followRouted(env, w, r))
+        : followRouted(env, w, routed);
     },
   );
   return composeSteps<Response, ParseWork>((delivery, signal) => {
@@ -152,11 +144,65 @@ export function parseStage(env: StageEnv) {
   }, steps);
 }
 
+/** What `route` made of a parse: rejects reported, hand-offs queued, carried follow-ups admitted. */
+function followRouted(env: StageEnv, w: ParseWork, routed: RouteResult): Promise<StepOutcome> {
+  const { ctx, registered, request, delivery, runId } = w;
+  const rejected = ctx.rejected.map(({ request: r, error }) =>
+    errorEvent(
+      'parse',
+      TOPICS.request,
+      r ?? { url: (error as unknown as { url?: string }).url },
+      error,
+      1,
+      0,
+      undefined,
+    ),
+  );
+  for (const { payload, error } of routed.rejected) {
+    rejected.push(errorEvent('parse', TOPICS.request, payload, error, 1, 0, undefined));
+  }
+  // Follow-ups that carry their requests (cx.follow, cx.enqueueLinks) are admitted right here:
+  // the hop through the follow-up topic would only add a queue round trip per page. Hand-offs
+  // that run a node's generate still go through it. (engine/inline-follow-ups.ts)
+  const { carried, queued } = splitFollowUps(routed.followUps);
+  for (const followUp of queued) env.credits?.stamp(delivery, followUp);
+  const done = { rejected, request, runId, module: registered.module.name, node: w.node.id };
+  // Hand-offs that run a node's generate go through the follow-up topic first (rare: most
+  // pages only follow links, which go straight on).
+  if (queued.length > 0) {
+    return env.topics.followUp
+      .publish(queued.map((payload) => ({ payload, priority: delivery.priority, ...keyOf(payload.account) })))
+      .then(() => {
+        env.modules.onFollowUpsPublished(queued);
+        return admitAndFinish(env, carried, delivery, done);
+      });
+  }
+  return admitAndFinish(env, carried, delivery, done);
+}
+
+function admitAndFinish(
+  env: StageEnv,
+  carried: readonly FollowUpTask[],
+  delivery: Delivery<Response>,
+  done: Parameters<typeof parseDone>[1],
+): Promise<StepOutcome> {
+  if (carried.length === 0) return parseDone(env, done).then(ended);
+  // The frames that called this hold the parse context and every follow-up request, which must
+  // not stay on the heap while the admitted requests are written (see publishAdmitted).
+  return admitCarried(env, carried, delivery)
+    .then((putBack) => (putBack === undefined ? parseDone(env, done) : putBack))
+    .then(ended);
+}
+
 function ended(result: HandlerResult) {
   return { ended: result };
 }
 
-async function writeItemsOf(env: StageEnv, w: ParseWork): Promise<void> {
+/**
+ * The page's items through the data and store middleware to the sink. Without middleware and
+ * with a sink that returns no promise, nothing here waits (and nothing is awaited).
+ */
+function writeItemsOf(env: StageEnv, w: ParseWork): Promise<undefined> | undefined {
   const { ctx, request, registered, node, runId, response, scope } = w;
   const moduleName = registered.module.name;
   const fingerprint = request.fingerprint ?? fingerprintRequest(request);
@@ -175,18 +221,43 @@ async function writeItemsOf(env: StageEnv, w: ParseWork): Promise<void> {
   }));
   const mctx = env.modules.middlewareContext(registered, node.id, runId, scope, w.signal);
   // Data middleware (transform, drop), then store middleware (beforeStore → store → afterStore).
-  const items = await env.modules.processItems(emitted, registered, scope, request, mctx);
-  for (const { item, meta } of items) {
-    try {
-      const written = sink.write(item, meta);
-      if (written !== undefined && typeof (written as Promise<void>).then === 'function') await written;
-    } catch (err) {
-      throw new SinkFailedError({ module: moduleName, itemId: meta.itemId }, err);
+  const processed = env.modules.processItems(emitted, registered, scope, request, mctx);
+  const write = (
+    items: readonly { item: unknown; meta: ItemMeta }[],
+    from: number,
+  ): Promise<undefined> | undefined => {
+    for (let i = from; i < items.length; i++) {
+      const { item, meta } = items[i]!;
+      const failed = (err: unknown): never => {
+        throw new SinkFailedError({ module: moduleName, itemId: meta.itemId }, err);
+      };
+      let written: unknown;
+      try {
+        written = sink.write(item, meta);
+      } catch (err) {
+        failed(err);
+      }
+      if (isThenable(written)) {
+        return Promise.resolve(written).then(() => {
+          if (channels.item.hasSubscribers) channels.item.publish({ item, meta });
+          return write(items, i + 1);
+        }, failed);
+      }
+      if (channels.item.hasSubscribers) channels.item.publish({ item, meta });
     }
-    if (channels.item.hasSubscribers) channels.item.publish({ item, meta });
-  }
-  env.counters.items += items.length;
-  env.db?.counted(runId, moduleName, 'items', items.length);
+    env.counters.items += items.length;
+    env.db?.counted(runId, moduleName, 'items', items.length);
+    return undefined;
+  };
+  return processed instanceof Promise ? processed.then((items) => write(items, 0)) : write(processed, 0);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** The end of a parse whose follow-ups are admitted: its rejects reported, its unit done. */
@@ -205,27 +276,47 @@ async function parseDone(
  * that made them: the same stop check, claim, admission (one batch, claimed under the parsed
  * response's message id) and unit bookkeeping, in the same order.
  */
-async function admitCarried(
+function admitCarried(
   env: StageEnv,
   followUps: readonly FollowUpTask[],
   delivery: Delivery<Response>,
 ): Promise<HandlerResult> {
   env.modules.onFollowUpsPublished(followUps);
-  const requests: Request[] = [];
-  const admitted: (WorkOrigin & { runId: string; module: string; node: string })[] = [];
-  for (const followUp of followUps) {
-    const registered = env.registry.get(followUp.module);
-    const node = env.registry.node(registered, followUp.node);
-    const joins = await stoppedJoins(env, {
+  // The stop checks first: answered here (the usual case), the links are admitted and written
+  // to the queue in this same turn (see Frontier.admit).
+  let waits = false;
+  const stopped = followUps.map((followUp) => {
+    const joins = stoppedJoins(env, {
       runId: followUp.runId,
-      module: registered.module.name,
-      node: node.id,
+      module: env.registry.get(followUp.module).module.name,
+      node: followUp.node,
       stage: 'followUp',
     });
+    if (joins instanceof Promise) waits = true;
+    return joins;
+  });
+  if (waits) return Promise.all(stopped).then((joins) => admitUnstopped(env, followUps, joins, delivery));
+  return admitUnstopped(env, followUps, stopped as (JoinReady[] | undefined)[], delivery);
+}
+
+function admitUnstopped(
+  env: StageEnv,
+  followUps: readonly FollowUpTask[],
+  stopped: readonly (JoinReady[] | undefined)[],
+  delivery: Delivery<Response>,
+): Promise<HandlerResult> {
+  const requests: Request[] = [];
+  const admitted: (WorkOrigin & { runId: string; module: string; node: string })[] = [];
+  const dropped: Promise<void>[] = [];
+  for (let i = 0; i < followUps.length; i++) {
+    const followUp = followUps[i]!;
+    const joins = stopped[i];
     if (joins !== undefined) {
-      await publishJoins(env, joins, followUp);
+      dropped.push(publishJoins(env, joins, followUp));
       continue;
     }
+    const registered = env.registry.get(followUp.module);
+    const node = env.registry.node(registered, followUp.node);
     for (const payload of followUp.requests) {
       const r = Request.from(payload);
       claimRequest(r, registered, node, followUp.runId, followUp, followUp.depth, { env, delivery });
@@ -236,7 +327,9 @@ async function admitCarried(
     admitted.push({ runId, module, node: followUp.node, account, platform });
   }
   // Returned, not awaited: this frame holds the requests (see publishAdmitted).
-  return admitAndPublish(env, requests, 'parse', admissionClaimOf(delivery)).then(async (result) => {
+  const published = admitAndPublish(env, requests, 'parse', admissionClaimOf(delivery));
+  return Promise.resolve(published).then(async (result) => {
+    await Promise.all(dropped);
     if (result !== undefined) return result; // put back: the parse runs again (same item ids)
     for (const unit of admitted) {
       await publishJoins(env, env.modules.onUnitDone(unit.runId, unit.module, unit.node), unit);

@@ -12,7 +12,6 @@
  * | `prefix`      | its URL starts with one of `prefix` (default: the reference up to its last `/`)   |
  * | `any`         | always                                                                           |
  */
-import picomatch from 'picomatch';
 import { InvalidArgumentError } from '../../errors.js';
 import { lazyRequire } from '../../optional-dependency.js';
 
@@ -87,7 +86,7 @@ export function compileUrlPattern(pattern: UrlPattern): Matcher {
   }
   let isMatch: (s: string) => boolean;
   try {
-    isMatch = picomatch(glob, { dot: true });
+    isMatch = picomatch()(glob, { dot: true });
   } catch (err) {
     throw new InvalidArgumentError(`invalid glob '${glob}'`, { cause: err });
   }
@@ -123,6 +122,8 @@ function unbalancedIn(glob: string): string | undefined {
 const domainCache = new Map<string, string>();
 // The public suffix list is large once loaded, and only the same-domain scope needs it.
 const tldts = lazyRequire<typeof import('tldts')>('tldts');
+/** Loaded with the first glob pattern (most link scopes have none). */
+const picomatch = lazyRequire<typeof import('picomatch')>('picomatch');
 
 /** The registrable domain of a hostname (public-suffix aware), or the hostname itself for IPs and single labels. */
 export function registrableDomain(hostname: string): string {

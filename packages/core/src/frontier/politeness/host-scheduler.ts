@@ -189,6 +189,8 @@ export class HostScheduler implements DownloadGate {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #hosts = new Map<string, HostState>();
+  /** The last state `#state` returned: the end of the LRU order while it is in `#hosts`. */
+  #recent: HostState | undefined;
 
   constructor(options: HostSchedulerOptions = {}) {
     this.#maxConcurrency = positiveInt('maxConcurrency', options.maxConcurrency ?? 2);
@@ -487,11 +489,15 @@ export class HostScheduler implements DownloadGate {
   }
 
   #state(host: string): HostState {
+    // The host used last is already at the end of the LRU order (a crawl of one site asks for
+    // the same host twice per request).
+    if (this.#recent?.host === host) return this.#recent;
     let state = this.#hosts.get(host);
     if (state) {
       // LRU order: a used host moves to the end.
       this.#hosts.delete(host);
       this.#hosts.set(host, state);
+      this.#recent = state;
       return state;
     }
     state = {
@@ -511,6 +517,7 @@ export class HostScheduler implements DownloadGate {
       pumping: false,
     };
     this.#hosts.set(host, state);
+    this.#recent = state;
     if (this.#hosts.size > this.#maxHosts) this.#evict();
     return state;
   }
@@ -523,6 +530,7 @@ export class HostScheduler implements DownloadGate {
       if (s.active === 0 && s.waiters.length === 0 && s.blockedUntil <= now && s.deferCursor <= now) {
         if (s.timer !== undefined) this.#clock.clearTimeout(s.timer);
         this.#hosts.delete(host);
+        if (this.#recent === s) this.#recent = undefined;
       }
     }
   }
