@@ -193,6 +193,19 @@ describe.skipIf(!hasChromium)('a hostile web page', () => {
     expect(direct).toMatch(/^blocked/);
     expect(received).toEqual([]);
 
+    // A cancel's 'close' event comes in a task of its own: an address typed in the meantime
+    // stays in the field (and asks again), it is not put back to this server's.
+    await page.fill('[data-testid=endpoint]', `${attackerOrigin}/elsewhere`);
+    await page.press('[data-testid=endpoint]', 'Enter');
+    await page.waitForSelector('[data-testid=switch-dialog]', { state: 'visible', timeout: 10_000 });
+    await page.evaluate((typed) => {
+      (document.querySelector('[data-testid=switch-cancel]') as HTMLButtonElement).click();
+      (document.querySelector('[data-testid=endpoint]') as HTMLInputElement).value = typed;
+    }, attackerOrigin);
+    await page.waitForSelector('[data-testid=switch-dialog]', { state: 'hidden', timeout: 10_000 });
+    await page.waitForTimeout(50); // the close event's task has run
+    expect(await page.inputValue('[data-testid=endpoint]')).toBe(attackerOrigin);
+
     // A person who confirms leaves for the other server's own dashboard — without the key.
     await page.fill('[data-testid=endpoint]', attackerOrigin);
     await page.press('[data-testid=endpoint]', 'Enter');
