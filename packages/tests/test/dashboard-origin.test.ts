@@ -199,8 +199,8 @@ describe.skipIf(!hasChromium)('a hostile web page', () => {
     await page.press('[data-testid=endpoint]', 'Enter');
     await page.waitForSelector('[data-testid=switch-dialog]', { state: 'visible', timeout: 10_000 });
     await page.evaluate((typed) => {
-      (document.querySelector('[data-testid=switch-cancel]') as HTMLButtonElement).click();
-      (document.querySelector('[data-testid=endpoint]') as HTMLInputElement).value = typed;
+      (document.querySelector('[data-testid=switch-cancel]') as unknown as { click(): void }).click();
+      (document.querySelector('[data-testid=endpoint]') as unknown as { value: string }).value = typed;
     }, attackerOrigin);
     await page.waitForSelector('[data-testid=switch-dialog]', { state: 'hidden', timeout: 10_000 });
     await page.waitForTimeout(50); // the close event's task has run
