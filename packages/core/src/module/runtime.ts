@@ -153,6 +153,9 @@ export type ModuleFetch = (
 /** Admitted requests counted per run, module and node (see `ModuleRuntime.unitsOf`). */
 export type AdmittedUnits = { runId: string; module: string; node: string; n: number }[];
 
+/** What every follow-up of one parse shares: its run, depth, parent, account and platform. */
+type FollowUpBase = Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>;
+
 export interface RouteResult {
   followUps: FollowUpTask[];
   /** Follows and hand-offs that could not be routed (reported as errors). */
@@ -549,7 +552,7 @@ export class ModuleRuntime {
     ctx: ParseContext<unknown>,
     reason: string,
     moduleName: string,
-    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    base: FollowUpBase,
     result: RouteResult,
   ): Promise<RouteResult> {
     const runId = ctx.runId;
@@ -584,7 +587,7 @@ export class ModuleRuntime {
     registered: RegisteredModule,
     request: Request,
     from: { module: string; node: string },
-    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    base: FollowUpBase,
     result: RouteResult,
   ): RouteResult | Promise<RouteResult> {
     const moduleName = registered.module.name;
@@ -663,7 +666,7 @@ export class ModuleRuntime {
     registered: RegisteredModule,
     request: Request,
     successors: readonly string[],
-    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    base: FollowUpBase,
     result: RouteResult,
   ): Promise<RouteResult> {
     const moduleName = registered.module.name;
@@ -679,11 +682,7 @@ export class ModuleRuntime {
     return result;
   }
 
-  #routeStarts(
-    ctx: ParseContext<unknown>,
-    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
-    result: RouteResult,
-  ): void {
+  #routeStarts(ctx: ParseContext<unknown>, base: FollowUpBase, result: RouteResult): void {
     for (const start of ctx.starts) {
       let target: RegisteredModule;
       try {
@@ -716,7 +715,7 @@ export class ModuleRuntime {
     from: string,
     to: string,
     meta: Record<string, unknown>,
-    base: Omit<FollowUpTask, 'module' | 'node' | 'requests' | 'meta'>,
+    base: FollowUpBase,
     result: RouteResult,
     trigger: 'follow-up' | 'advance',
   ): void {

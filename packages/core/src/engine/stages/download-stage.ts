@@ -88,14 +88,18 @@ export function downloadStage(env: StageEnv) {
     function selectDownloader(w) {
       const { request, registered } = w;
       if (channels.request.hasSubscribers) channels.request.publish({ request });
+      // A failure here frees the request's place at the gate before it takes the failure path.
+      const leave = (err: unknown): never => {
+        gate.leave(request, { error: err });
+        throw err;
+      };
       const select = (scope: ModuleScope): StepOutcome | Promise<StepOutcome> => {
         try {
           w.scope = scope;
           w.settings = env.modules.downloadSettings(registered, scope);
           w.downloader = env.downloads.select(request, w.settings);
         } catch (err) {
-          gate.leave(request, { error: err });
-          throw err;
+          leave(err);
         }
         return w.downloader.stream === undefined ? undefined : stream(env, w).then(end);
       };
@@ -108,14 +112,9 @@ export function downloadStage(env: StageEnv) {
           w.signal,
         );
       } catch (err) {
-        gate.leave(request, { error: err });
-        throw err;
+        return leave(err);
       }
-      if (!(scope instanceof Promise)) return select(scope);
-      return scope.then(select, (err: unknown) => {
-        gate.leave(request, { error: err });
-        throw err;
-      });
+      return scope instanceof Promise ? scope.then(select, leave) : select(scope);
     },
     // Middleware (beforeRequest/afterResponse), the session's cookies and login check.
     async function fetch(w) {
